@@ -1,0 +1,1 @@
+"""Deployment side: ONNX export, Crazyflie C code and flashing, Jetson/TensorRT. Imports robot_hrl and sim."""
