@@ -1,0 +1,112 @@
+"""The small node API every node is written against, once.
+
+Two backends implement it: rclpy (`robot_hrl.transport.rclpy_backend`, when ROS 2 is
+installed) and Cyclone DDS (`robot_hrl.transport.cyclonedds_backend`, no ROS needed, same
+wire protocol). Nodes use the message classes of :mod:`robot_hrl.msgs`, whose field names
+mirror the ROS 2 definitions (``msg.pose.pose.position.x``), so node code reads like rclpy.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+class Reliability(enum.Enum):
+    RELIABLE = "reliable"
+    BEST_EFFORT = "best_effort"
+
+
+class Durability(enum.Enum):
+    VOLATILE = "volatile"
+    TRANSIENT_LOCAL = "transient_local"
+
+
+@dataclass(frozen=True)
+class QoS:
+    """A QoS profile; only what this stack needs of ROS 2's."""
+
+    reliability: Reliability = Reliability.RELIABLE
+    durability: Durability = Durability.VOLATILE
+    depth: int = 10
+
+
+SENSOR_QOS = QoS(Reliability.BEST_EFFORT, Durability.VOLATILE, depth=5)
+"""Sensor streams (odometry, images, clock): newest sample wins (rclpy qos_profile_sensor_data)."""
+COMMAND_QOS = QoS(Reliability.RELIABLE, Durability.VOLATILE, depth=10)
+"""Commands and subgoals: delivered in order."""
+LATCHED_QOS = QoS(Reliability.RELIABLE, Durability.TRANSIENT_LOCAL, depth=1)
+"""Plans and tasks: a late subscriber still gets the last one."""
+
+
+class Publisher(abc.ABC):
+    @abc.abstractmethod
+    def publish(self, msg: Any) -> None: ...
+
+
+class Subscription(abc.ABC):
+    @abc.abstractmethod
+    def destroy(self) -> None: ...
+
+
+class Timer(abc.ABC):
+    @abc.abstractmethod
+    def cancel(self) -> None: ...
+
+
+class Node(abc.ABC):
+    """A named node in a namespace, with publishers, subscriptions, timers, parameters, a clock
+    (honouring ``use_sim_time``) and a logger."""
+
+    def __init__(self, name: str, namespace: str = "", parameters: dict[str, Any] | None = None):
+        self.name = name
+        self.namespace = namespace.rstrip("/")
+        self._parameters: dict[str, Any] = dict(parameters or {})
+        self._logger = logging.getLogger(f"{self.namespace}/{name}".lstrip("/"))
+
+    # ---- topics -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def create_publisher(self, msg_type: type, topic: str, qos: QoS = COMMAND_QOS) -> Publisher: ...
+
+    @abc.abstractmethod
+    def create_subscription(self, msg_type: type, topic: str, callback: Callable[[Any], None],
+                            qos: QoS = COMMAND_QOS) -> Subscription: ...
+
+    # ---- time ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def create_timer(self, period_s: float, callback: Callable[[], None]) -> Timer: ...
+
+    @abc.abstractmethod
+    def now(self) -> float:
+        """Seconds on the node's clock: /clock when use_sim_time is set, else wall time."""
+
+    # ---- parameters ---------------------------------------------------------------------------
+    def declare_parameter(self, name: str, default: Any) -> Any:
+        """Declare a parameter; the value given at start-up (launch file, CLI) wins over the default."""
+        self._parameters.setdefault(name, default)
+        return self._parameters[name]
+
+    def get_parameter(self, name: str) -> Any:
+        if name not in self._parameters:
+            raise KeyError(f"parameter {name!r} was not declared by node {self.name!r}")
+        return self._parameters[name]
+
+    # ---- logging and life cycle -----------------------------------------------------------------
+    def get_logger(self) -> logging.Logger:
+        return self._logger
+
+    def resolve_topic(self, topic: str) -> str:
+        """Relative names go under the namespace; absolute names ("/x") under it too, as the
+        stack keeps one namespace per robot (fleets share a DDS domain)."""
+        topic = "/" + topic.lstrip("/")
+        return f"{self.namespace}{topic}" if self.namespace else topic
+
+    @abc.abstractmethod
+    def spin(self, until: Callable[[], bool] | None = None) -> None:
+        """Process callbacks and timers until ``until()`` is true or :meth:`shutdown`."""
+
+    @abc.abstractmethod
+    def shutdown(self) -> None: ...
