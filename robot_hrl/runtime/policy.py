@@ -1,0 +1,280 @@
+"""The onboard policy: an exported ONNX model, its contract, and one control tick.
+
+    policy = OnnxPolicy("models/crazyflie_goto.onnx", robot=CRAZYFLIE_2X)
+    actions = policy.step(state, subgoal_w)      # observation -> inference, remembers the action
+    wrench = policy.to_wrench(actions)           # [thrust N, tau_x, tau_y, tau_z N m]
+
+The model file is self-describing: the exporter writes the policy contract into its metadata.
+Loading checks the file's SHA-256 sidecar, reads the contract back and refuses a model that
+does not match the robot, control rate, observation size or action mode it is started for.
+
+Not thread-safe: one instance per control loop (the single-sample path reuses its buffers).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from robot_hrl.contract import CONTRACT_METADATA_KEY, OBSERVATION_TERMS, PolicyContract, actions_to_wrench, compute_observation
+from robot_hrl.errors import ContractError, ModelLoadError, ObservationError
+from robot_hrl.robots import CRAZYFLIE_2X, QuadrotorParams
+from robot_hrl.runtime.integrity import verify_sha256_sidecar
+from robot_hrl.runtime.metadata import decode_provenance
+from robot_hrl.runtime.providers import SHORT_NAMES, ProviderUnavailableError, log_plan, plan_providers
+from robot_hrl.state import RobotState
+
+LOG = logging.getLogger("robot_hrl.runtime")
+
+SUPPORTED_ACTION_MODE = "collective_thrust_body_torque"
+"""The action mode this runtime maps to physical commands (robot_hrl.contract.actions_to_wrench)."""
+_STATE_FIELDS = ("position_w", "quat_wxyz", "linear_velocity_w", "angular_velocity_b")
+_STATE_SIZES = {"position_w": 3, "quat_wxyz": 4, "linear_velocity_w": 3, "angular_velocity_b": 3}
+
+
+def session_options(intra_op_threads: int = 1) -> ort.SessionOptions:
+    """Latency-first options: one intra-op thread, sequential execution, all graph optimizations."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = intra_op_threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # errors only; the runtime logs its own provider line
+    return options
+
+
+def _open_session(path: Path, providers: list[Any], options: ort.SessionOptions) -> ort.InferenceSession:
+    try:
+        return ort.InferenceSession(str(path), options, providers=providers)
+    except Exception as exc:  # onnxruntime raises its own C++-bound exception types
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(
+            f"cannot load {path} as an ONNX model ({type(exc).__name__}: {detail[:300]}). The file is "
+            "corrupted, truncated or not an ONNX model: copy it again, or re-export it with "
+            "`python deploy/export.py <run-dir> --out <model>.onnx`"
+        ) from exc
+
+
+def read_model_metadata(path: str | Path) -> dict[str, str]:
+    """The metadata map of an ONNX model (contract and provenance), read with onnxruntime on the CPU."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelLoadError(f"model file {path} does not exist; check the path or export the model first")
+    session = _open_session(path, ["CPUExecutionProvider"], session_options())
+    return dict(session.get_modelmeta().custom_metadata_map)
+
+
+class OnnxPolicy:
+    """An exported policy bound to the robot it is started for.
+
+    Args:
+        path: the ``.onnx`` file written by ``deploy/export.py``.
+        robot: the robot model the policy will fly; the contract must name it and its parameter hash.
+        provider: ``"auto"`` (TensorRT, then CUDA, then CPU), ``"tensorrt"``, ``"cuda"`` or ``"cpu"``.
+            A named provider that is unavailable is an error; ``auto`` falls back and logs a line.
+        control_rate_hz: the rate the node will tick at; ``None`` accepts the contract's rate.
+        verify_sha256: check ``<path>.sha256`` when it exists (a mismatch is refused).
+        trt_cache_dir: TensorRT engine and timing cache directory (created if missing).
+        trt_fp16: let TensorRT build an FP16 engine.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        robot: QuadrotorParams = CRAZYFLIE_2X,
+        provider: str = "auto",
+        control_rate_hz: float | None = None,
+        verify_sha256: bool = True,
+        trt_cache_dir: str | Path | None = None,
+        trt_fp16: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.robot = robot
+        plan = plan_providers(provider, trt_cache_dir=trt_cache_dir, trt_fp16=trt_fp16)
+        if not self.path.is_file():
+            raise ModelLoadError(
+                f"model file {self.path} does not exist; check the path (the shipped model is "
+                "models/crazyflie_goto.onnx) or export one with `python deploy/export.py <run-dir> --out <model>.onnx`"
+            )
+        self.sha256: str | None = verify_sha256_sidecar(self.path) if verify_sha256 else None
+
+        self._session = _open_session(self.path, plan.providers, session_options())
+        in_use = self._session.get_providers()[0]
+        self.provider: str = SHORT_NAMES.get(in_use, in_use)
+        """Short name of the provider that runs the graph: tensorrt, cuda or cpu."""
+        if self.provider != plan.primary:
+            if plan.requested != "auto":
+                raise ProviderUnavailableError(
+                    f"execution provider {plan.requested!r} is in this onnxruntime build but failed to start "
+                    f"(onnxruntime fell back to {in_use}); check the CUDA/TensorRT libraries, or ask for "
+                    "provider='auto' or 'cpu'"
+                )
+            LOG.warning("execution provider %s failed to start; running on %s", plan.primary, self.provider)
+        else:
+            log_plan(plan)
+
+        self.metadata: dict[str, str] = dict(self._session.get_modelmeta().custom_metadata_map)
+        """Every metadata entry of the model (contract, provenance)."""
+        self.contract: PolicyContract = PolicyContract.from_json(self.metadata.get(CONTRACT_METADATA_KEY))
+        self._check_graph_and_contract(control_rate_hz)
+
+        # ---- the hot path: pre-bound single-sample buffers -------------------------------------
+        self._in_name = self._session.get_inputs()[0].name
+        self._out_name = self._session.get_outputs()[0].name
+        self._obs1 = np.zeros((1, self.observation_size), dtype=np.float32)
+        self._act1 = np.zeros((1, self.action_size), dtype=np.float32)
+        self._binding = self._session.io_binding()
+        # OrtValues over the numpy buffers (shared memory on the CPU; copied for GPU providers).
+        self._obs1_value = ort.OrtValue.ortvalue_from_numpy(self._obs1)
+        self._act1_value = ort.OrtValue.ortvalue_from_numpy(self._act1)
+        self._binding.bind_ortvalue_input(self._in_name, self._obs1_value)
+        self._binding.bind_ortvalue_output(self._out_name, self._act1_value)
+        self._terms = tuple(self.contract.observations)
+        self._action_spec = self.contract.action
+        self._last_action = np.zeros(self.action_size, dtype=np.float64)
+        self._inputs: dict[str, np.ndarray] = {"last_action": self._last_action}
+        self.last_observation: np.ndarray | None = None
+        """The observation of the latest :meth:`step` (for logging and diagnostics)."""
+
+    # ---- loading checks ---------------------------------------------------------------------
+    def _check_graph_and_contract(self, control_rate_hz: float | None) -> None:
+        inputs, outputs = self._session.get_inputs(), self._session.get_outputs()
+        where = f"model {self.path.name}"
+        if len(inputs) != 1 or len(outputs) != 1:
+            raise ContractError(
+                f"{where} has {len(inputs)} inputs and {len(outputs)} outputs; a policy graph takes one "
+                "'obs' [batch, n_obs] and gives one 'actions' [batch, n_actions]: re-export it with deploy/export.py"
+            )
+        in_shape, out_shape = inputs[0].shape, outputs[0].shape
+        if inputs[0].type != "tensor(float)" or len(in_shape) != 2 or not isinstance(in_shape[1], int):
+            raise ContractError(
+                f"{where}: input {inputs[0].name!r} is {inputs[0].type} {in_shape}, expected float32 "
+                "[batch, n_obs]; re-export it with deploy/export.py"
+            )
+        if len(out_shape) != 2 or not isinstance(out_shape[1], int):
+            raise ContractError(f"{where}: output {outputs[0].name!r} has shape {out_shape}, expected [batch, n_actions]")
+        self._fixed_batch = in_shape[0] if isinstance(in_shape[0], int) else None
+
+        contract = self.contract
+        problems = contract.mismatches(
+            self.robot,
+            control_rate_hz=control_rate_hz,
+            observation_size=in_shape[1],
+            action_mode=SUPPORTED_ACTION_MODE,
+        )
+        if out_shape[1] != contract.action_size:
+            problems.append(f"action size: contract says {contract.action_size}, the graph gives {out_shape[1]}")
+        unknown = [t.name for t in contract.observations if t.name not in OBSERVATION_TERMS]
+        if unknown:
+            problems.append(
+                f"observation terms {unknown} are not implemented by this runtime "
+                f"(known: {sorted(OBSERVATION_TERMS)}); update robot_hrl"
+            )
+        if problems:
+            raise ContractError(f"{where} does not match this robot: " + "; ".join(problems))
+
+    # ---- description --------------------------------------------------------------------------
+    @property
+    def observation_size(self) -> int:
+        return self.contract.observation_size
+
+    @property
+    def action_size(self) -> int:
+        return self.contract.action_size
+
+    @property
+    def control_rate_hz(self) -> float:
+        return self.contract.control_rate_hz
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """How the model was made: command, git_commit, seed, config, eval, checkpoint, export."""
+        return decode_provenance(self.metadata)
+
+    @property
+    def last_action(self) -> np.ndarray:
+        """The normalized action of the latest :meth:`step` (zeros after :meth:`reset`)."""
+        return self._last_action.copy()
+
+    def __repr__(self) -> str:
+        return (
+            f"OnnxPolicy({str(self.path)!r}, skill={self.contract.skill!r}, robot={self.contract.robot.name!r}, "
+            f"rate={self.contract.control_rate_hz} Hz, obs={self.observation_size}, actions={self.action_size}, "
+            f"provider={self.provider!r})"
+        )
+
+    # ---- inference ----------------------------------------------------------------------------
+    def _bad_shape(self, x: np.ndarray) -> ObservationError:
+        names = ", ".join(f"{t.name}[{t.size}]" for t in self._terms)
+        return ObservationError(
+            f"observation has shape {x.shape}; this model takes [..., {self.observation_size}] ({names}). "
+            "Build observations with robot_hrl.contract.compute_observation or use OnnxPolicy.step"
+        )
+
+    def infer(self, obs: np.ndarray) -> np.ndarray:
+        """Raw normalized actions in [-1, 1] for observations ``[..., n_obs]`` (float32, same leading shape)."""
+        x = obs if type(obs) is np.ndarray and obs.dtype == np.float32 else np.asarray(obs, dtype=np.float32)
+        shape = x.shape
+        if not shape or shape[-1] != self.observation_size:
+            raise self._bad_shape(x)
+        if not math.isfinite(x.sum(dtype=np.float64)):
+            bad = np.argwhere(~np.isfinite(x))[:3].tolist()
+            raise ObservationError(
+                f"observation contains NaN or inf (first at index {bad}); the command is withheld. "
+                "Check the state estimate and subgoal"
+            )
+        if len(shape) == 1:
+            self._obs1[0] = x
+            self._session.run_with_iobinding(self._binding)
+            return self._act1[0].copy()
+        batch = x.reshape(-1, self.observation_size)
+        if self._fixed_batch is not None and batch.shape[0] != self._fixed_batch:
+            raise ObservationError(f"this graph has a fixed batch of {self._fixed_batch}; got {batch.shape[0]} observations")
+        out = self._session.run([self._out_name], {self._in_name: batch})[0]
+        return out.reshape(shape[:-1] + (self.action_size,))
+
+    def observe(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
+        """The contract's observation for ``state`` and ``subgoal_w`` (world ENU, m) and the stored last action."""
+        inputs = self._inputs
+        for name in _STATE_FIELDS:
+            value = getattr(state, name)
+            if np.shape(value) != (_STATE_SIZES[name],):
+                raise ObservationError(
+                    f"RobotState.{name} has shape {np.shape(value)}, expected ({_STATE_SIZES[name]},)"
+                )
+            inputs[name] = value
+        subgoal = subgoal_w if type(subgoal_w) is np.ndarray else np.asarray(subgoal_w, dtype=np.float64)
+        if subgoal.shape != (3,):
+            raise ObservationError(f"subgoal_w has shape {subgoal.shape}, expected (3,): x, y, z in the world frame (m)")
+        inputs["subgoal_w"] = subgoal
+        return compute_observation(self._terms, inputs)
+
+    def step(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
+        """One control tick: observation, inference; remembers the action for the next observation.
+
+        Returns the normalized action (4,) in [-1, 1]; map it with :meth:`to_wrench`.
+        Raises :class:`ObservationError` for a non-finite or malformed state or subgoal.
+        """
+        obs = self.observe(state, subgoal_w)
+        self.last_observation = obs
+        self._obs1[0] = obs
+        self._session.run_with_iobinding(self._binding)
+        action = self._act1[0].copy()
+        if math.isfinite(action.sum(dtype=np.float64)):
+            self._last_action[:] = action
+        # A non-finite output is returned as is (the watchdog shield withholds it) but is not fed back.
+        return action
+
+    def to_wrench(self, actions: np.ndarray) -> np.ndarray:
+        """Normalized actions (..., 4) -> [thrust N, tau_x, tau_y, tau_z N m] through the contract's action terms."""
+        return actions_to_wrench(self._action_spec, actions)
+
+    def reset(self) -> None:
+        """Forget the previous action (start of an episode, after a takeover by the backup controller)."""
+        self._last_action[:] = 0.0
+        self.last_observation = None
