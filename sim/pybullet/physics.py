@@ -68,10 +68,11 @@ def rotor_thrusts(kf: float, rpm: np.ndarray) -> np.ndarray:
     return kf * np.square(rpm)
 
 
-def yaw_drag_torque(robot: QuadrotorParams, thrusts_n: np.ndarray) -> float:
-    """Sum of the rotors' drag torques about body z (N m)."""
+def yaw_drag_torque(robot: QuadrotorParams, thrusts_n: np.ndarray, torque_to_thrust_m: float | None = None) -> float:
+    """Sum of the rotors' drag torques about body z (N m); the coefficient defaults to the robot's."""
     spins = np.asarray(robot.rotor_spin_directions, dtype=np.float64)
-    return float(np.sum(-spins * robot.torque_to_thrust_m * thrusts_n))
+    c = robot.torque_to_thrust_m if torque_to_thrust_m is None else torque_to_thrust_m
+    return float(np.sum(-spins * c * thrusts_n))
 
 
 def linear_drag_force_b(coefficients: np.ndarray, velocity_b: np.ndarray) -> np.ndarray:

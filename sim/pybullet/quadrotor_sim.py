@@ -134,6 +134,7 @@ class PyBulletQuadrotorSim:
         self._rotor_positions_b = np.asarray(robot.rotor_positions_m, dtype=np.float64)
         self._rpm = np.full(robot.num_rotors, robot.hover_rpm)
         self._rpm_command = self._rpm.copy()
+        self._pending: list[np.ndarray] = []
         self._thrusts = np.zeros(robot.num_rotors)
         self._time_s = 0.0
         self._contacts: list[Contact] = []
@@ -174,6 +175,7 @@ class PyBulletQuadrotorSim:
         b.resetBaseVelocity(self.body_id, vel.tolist(), rates_w.tolist())
         self._rpm = np.clip(rpm, self.robot.rpm_min, self.robot.rpm_max)
         self._rpm_command = self._rpm.copy()
+        self._pending = []
         self._thrusts = physics.rotor_thrusts(self.dynamics.thrust_coefficient_n_per_rpm2, self._rpm)
         self._time_s = 0.0
         self._contacts = []
@@ -206,7 +208,11 @@ class PyBulletQuadrotorSim:
         """Hold ``wrench`` = [thrust N, tau_x, tau_y, tau_z N m] (body) for one control period."""
         self._check_open()
         w = _vector("wrench", wrench, 4)
-        self._rpm_command = physics.rpm_command_from_wrench(self.robot, w)
+        self._pending.append(w)
+        # Action latency (randomization): the wrench given `latency` steps ago takes effect now;
+        # until then the rotors hold the speeds they had at reset.
+        if len(self._pending) > self.dynamics.action_latency_steps:
+            self._rpm_command = physics.rpm_command_from_wrench(self.robot, self._pending.pop(0))
         self._contacts = []
         for _ in range(self.substeps):
             self._physics_step()
@@ -214,7 +220,8 @@ class PyBulletQuadrotorSim:
 
     def _physics_step(self) -> None:
         b, body, dyn = self._bullet, self.body_id, self.dynamics
-        self._rpm = physics.motor_lag_step(self._rpm, self._rpm_command, self.dt_physics_s, dyn.motor_time_constant_s)
+        self._rpm = np.clip(physics.motor_lag_step(self._rpm, self._rpm_command, self.dt_physics_s, dyn.motor_time_constant_s),
+                            self.robot.rpm_min, self.robot.rpm_max)
         pos, quat_xyzw = b.getBasePositionAndOrientation(body)
         pos = np.asarray(pos)
         quat = quat_wxyz_from_xyzw(np.asarray(quat_xyzw))
@@ -228,12 +235,15 @@ class PyBulletQuadrotorSim:
             b.applyExternalForce(body, -1, forceObj=[0.0, 0.0, float(lifted[i])],
                                  posObj=self._rotor_positions_b[i].tolist(), flags=b.LINK_FRAME)
         # Rotor drag torque from the rotors' own thrust (ground effect changes lift, not rotor drag).
-        tau_z = physics.yaw_drag_torque(self.robot, thrusts)
-        b.applyExternalTorque(body, -1, torqueObj=(r_wb[:, 2] * tau_z).tolist(), flags=b.WORLD_FRAME)
+        torque_b = np.array(dyn.disturbance_torque_b, dtype=np.float64)
+        torque_b[2] += physics.yaw_drag_torque(self.robot, thrusts, dyn.torque_to_thrust_m)
+        b.applyExternalTorque(body, -1, torqueObj=(r_wb @ torque_b).tolist(), flags=b.WORLD_FRAME)
+        force_w = np.array(dyn.disturbance_force_w, dtype=np.float64)
         drag = np.asarray(dyn.linear_drag_coefficient_ns_per_m)
         if np.any(drag > 0):
             vel_w, _ = b.getBaseVelocity(body)
-            force_w = r_wb @ physics.linear_drag_force_b(drag, r_wb.T @ np.asarray(vel_w))
+            force_w += r_wb @ physics.linear_drag_force_b(drag, r_wb.T @ np.asarray(vel_w))
+        if np.any(force_w != 0.0):
             b.applyExternalForce(body, -1, forceObj=force_w.tolist(), posObj=pos.tolist(), flags=b.WORLD_FRAME)
         b.stepSimulation()
         self._time_s += self.dt_physics_s
