@@ -23,7 +23,7 @@ class KeyValue(IdlStruct, typename=dds_typename("diagnostic_msgs/msg/KeyValue"))
 class DiagnosticStatus(IdlStruct, typename=dds_typename("diagnostic_msgs/msg/DiagnosticStatus")):
     """``level``: OK 0, WARN 1, ERROR 2, STALE 3 (ROS ``byte``, an octet on the wire)."""
 
-    level: t.uint8 = 0
+    level: t.byte = 0
     name: str = ""
     message: str = ""
     hardware_id: str = ""
