@@ -89,6 +89,8 @@ def state_from_odometry(msg: Odometry) -> RobotState:
         raise ObservationError(f"Odometry orientation {q.tolist()} (w, x, y, z) is not a usable quaternion")
     q = q / n
     v_body = _arr(msg.twist.twist.linear)
+    if not np.all(np.isfinite(v_body)):
+        raise ObservationError(f"Odometry message has non-finite values: linear velocity {v_body.tolist()}")
     state = RobotState(
         position_w=_arr(msg.pose.pose.position),
         quat_wxyz=q,
