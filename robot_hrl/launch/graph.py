@@ -1,0 +1,113 @@
+"""The navigation node graph, described once for both launchers.
+
+``launch/navigation.launch.py`` (ROS 2) and ``robot-hrl launch navigation`` (no ROS) both
+read this module and ``launch/params/navigation.yaml``: which nodes run, by which executable,
+which launch argument sets which parameter. Pure data and small functions; no ROS imports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from robot_hrl.nodes.resources import resolve_resource
+
+PARAMS_FILE = "launch/params/navigation.yaml"
+"""The graph's parameters file, as addressed in the checkout (installed under share/robot_hrl/params)."""
+
+
+@dataclass(frozen=True)
+class LaunchArgument:
+    name: str
+    default: str
+    description: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    """Node name, and its key in the parameters file."""
+    executable: str
+    """Console script (``ros2 run robot_hrl <executable>``)."""
+    module: str
+    """The same program as ``python -m <module>`` (the ROS-free launcher uses this)."""
+    arguments: dict[str, str]
+    """Launch argument -> parameter name it sets on this node."""
+    condition: str | None = None
+    """A boolean launch argument that must be true for the node to start."""
+
+
+LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
+    LaunchArgument("use_sim", "true", "start the PyBullet sim node; every node then runs on its /clock (use_sim_time)",
+                   ("true", "false")),
+    LaunchArgument("planner", "symbolic", "planner kind", ("symbolic", "llm", "vlm")),
+    LaunchArgument("model", "models/crazyflie_goto.onnx", "ONNX skill policy (contract embedded)"),
+    LaunchArgument("world", "models/worlds/demo.yaml", "world file: geofence, obstacles, landmarks"),
+    LaunchArgument("task", "", "task for the planner at start-up (more can be sent on /task)"),
+    LaunchArgument("namespace", "", "namespace of every node and topic (one per robot in a fleet)"),
+)
+
+NAVIGATION_NODES: tuple[NodeSpec, ...] = (
+    NodeSpec("sim_node", "sim_node", "sim.nodes.sim_node", {"world": "world"}, condition="use_sim"),
+    NodeSpec("skill_node", "skill_node", "robot_hrl.nodes.skill_node", {"model": "model", "world": "world"}),
+    NodeSpec("planner_node", "planner_node", "robot_hrl.nodes.planner_node",
+             {"planner": "planner", "world": "world", "task": "task"}),
+)
+
+TOPICS: tuple[str, ...] = (
+    "/task", "/plan", "/subgoal", "/odom", "/cmd_wrench", "/clock", "/diagnostics", "/skill/status",
+    "/planner/status", "/estop",
+)
+"""Every topic of the graph (namespaced at run time); the recorder records these."""
+
+TRUE_WORDS = ("true", "1", "yes", "on")
+
+
+def as_bool(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in TRUE_WORDS:
+        return True
+    if text in ("false", "0", "no", "off", ""):
+        return False
+    raise ValueError(f"{value!r} is not a boolean; use true or false")
+
+
+def default_arguments() -> dict[str, str]:
+    return {a.name: a.default for a in LAUNCH_ARGUMENTS}
+
+
+def check_arguments(values: dict[str, str]) -> dict[str, str]:
+    """Complete ``values`` with defaults and validate choices; raises ValueError naming the argument."""
+    known = {a.name: a for a in LAUNCH_ARGUMENTS}
+    out = default_arguments()
+    for key, value in values.items():
+        if key not in known:
+            raise ValueError(f"unknown launch argument {key!r}; known: {sorted(known)}")
+        arg = known[key]
+        value = "" if value is None else str(value)
+        if arg.choices and value not in arg.choices:
+            raise ValueError(f"launch argument {key}={value!r}: choose one of {list(arg.choices)}")
+        out[key] = value
+    return out
+
+
+def node_parameters(spec: NodeSpec, arguments: dict[str, str]) -> dict[str, object]:
+    """The parameters the launch arguments set on ``spec`` (on top of the parameters file)."""
+    params: dict[str, object] = {"use_sim_time": as_bool(arguments["use_sim"])}
+    for arg, param in spec.arguments.items():
+        value = arguments.get(arg, "")
+        if arg == "task" and value == "":
+            continue
+        params[param] = value
+    return params
+
+
+def nodes_to_launch(arguments: dict[str, str]) -> list[NodeSpec]:
+    return [n for n in NAVIGATION_NODES if n.condition is None or as_bool(arguments[n.condition])]
+
+
+def params_file() -> str:
+    """Path of the installed or checked-out navigation.yaml."""
+    return str(resolve_resource(PARAMS_FILE, "parameters file"))

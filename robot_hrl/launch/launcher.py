@@ -1,0 +1,340 @@
+"""The ROS-free launcher: the navigation graph as separate processes over Cyclone DDS.
+
+It starts the nodes of :mod:`robot_hrl.launch.graph` with the parameters of
+``launch/params/navigation.yaml`` (the ROS 2 launch file reads the same two), watches the run
+with a node of its own (live summary, goals, shield interventions, violations), records every
+topic to MCAP (rosbag2), and stops by itself: task done and landed, a node died, or the timeout.
+Then it writes the result (JSON), a PNG of the flown path and prints a summary.
+
+The sim node is started as ``python -m sim.nodes.sim_node``: robot_hrl never imports sim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from robot_hrl.errors import ConfigError
+from robot_hrl.launch import graph
+from robot_hrl.launch.monitor import RunMonitor
+from robot_hrl.nodes.resources import SOURCE_ROOT, resolve_resource
+
+STOP_GRACE_S = 5.0
+
+
+@dataclass
+class LaunchOptions:
+    arguments: dict[str, str]
+    """Launch arguments (graph.LAUNCH_ARGUMENTS)."""
+    out: Path | None = None
+    """Run folder: logs, recording, plot, result."""
+    result: Path | None = None
+    timeout_s: float = 300.0
+    """Wall-clock limit of the run."""
+    domain_id: int | None = None
+    loopback: bool = True
+    """Loopback-only Cyclone DDS (nothing leaves the machine) unless CYCLONEDDS_URI is set."""
+    record: bool = True
+    live: bool = True
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Extra parameters per node name (on top of the parameters file and the arguments)."""
+    params_file: str | None = None
+
+
+@dataclass
+class RunResult:
+    success: bool
+    reason: str
+    goals_reached: int
+    goals_total: int
+    wall_time_s: float
+    sim_time_s: float
+    interventions: dict[str, int]
+    violations: int
+    violation_events: list[dict]
+    collisions: int
+    deadline: dict[str, str]
+    errors: list[str]
+    recording: str | None
+    plot: str | None
+    logs: str | None
+    exit_codes: dict[str, int | None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Launcher:
+    def __init__(self, options: LaunchOptions):
+        self.o = options
+        try:
+            self.args = graph.check_arguments(options.arguments)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        from robot_hrl.world import load_world
+
+        self.world = load_world(resolve_resource(self.args["world"], "world file"))
+        resolve_resource(self.args["model"], "model file")  # fail early, with the places tried
+        self.params_file = str(resolve_resource(options.params_file or graph.PARAMS_FILE, "parameters file"))
+        out = options.out or Path(tempfile.mkdtemp(prefix="robot_hrl_run_"))
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "logs").mkdir(exist_ok=True)
+        self.domain_id = options.domain_id
+        if self.domain_id is None:
+            from robot_hrl.transport.dds_config import domain_id_from_env
+
+            self.domain_id = domain_id_from_env()
+        self.env = self._environment()
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, Any] = {}
+        self.monitor = RunMonitor(self.world)
+        self.node = None
+        self.recorder = None
+
+    # ---- environment and processes ------------------------------------------------------------
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        from robot_hrl.transport.dds_config import loopback_env
+
+        if self.o.loopback and not os.environ.get("CYCLONEDDS_URI"):
+            env.update(loopback_env(self.domain_id))
+        env["ROS_DOMAIN_ID"] = str(self.domain_id)
+        # The node processes import robot_hrl and sim from the same place as this process.
+        path = [str(SOURCE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(path))
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env.setdefault("OMP_NUM_THREADS", "1")
+        return env
+
+    def _apply_env(self) -> None:
+        """This process joins the same domain, with the same DDS configuration, before its node starts."""
+        for key in ("CYCLONEDDS_URI", "ROS_DOMAIN_ID"):
+            if key in self.env:
+                os.environ[key] = self.env[key]
+
+    def command(self, spec: graph.NodeSpec) -> list[str]:
+        overrides = graph.node_parameters(spec, self.args)
+        overrides.update(self.o.params.get(spec.name, {}))
+        override_file = self.out / "logs" / f"{spec.name}.params.yaml"
+        override_file.write_text(yaml.safe_dump({spec.name: {"ros__parameters": overrides}}, sort_keys=False))
+        cmd = [sys.executable, "-m", spec.module, "--ros-args", "-r", f"__node:={spec.name}"]
+        if self.args["namespace"]:
+            cmd += ["-r", f"__ns:=/{self.args['namespace'].strip('/')}"]
+        return cmd + ["--params-file", self.params_file, "--params-file", str(override_file)]
+
+    def start_nodes(self) -> None:
+        for spec in graph.nodes_to_launch(self.args):
+            log = open(self.out / "logs" / f"{spec.name}.log", "w")  # noqa: SIM115 - closed in stop()
+            self.logs[spec.name] = log
+            self.procs[spec.name] = subprocess.Popen(self.command(spec), env=self.env, stdout=log,
+                                                     stderr=subprocess.STDOUT, cwd=os.getcwd(),
+                                                     start_new_session=True)
+
+    def stop_nodes(self) -> dict[str, int | None]:
+        # Planner first (no new subgoals), then the skill node, then the sim.
+        for name in ("planner_node", "skill_node", "sim_node"):
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + STOP_GRACE_S
+        codes: dict[str, int | None] = {}
+        for name, proc in self.procs.items():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+            codes[name] = proc.returncode
+        for log in self.logs.values():
+            log.close()
+        return codes
+
+    def dead_nodes(self) -> list[str]:
+        return [name for name, p in self.procs.items() if p.poll() is not None]
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        path = self.out / "logs" / f"{name}.log"
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    # ---- the launcher's own node --------------------------------------------------------------
+    def start_monitor(self) -> None:
+        from robot_hrl.msgs import DiagnosticArray, Odometry, Path as PathMsg, PoseStamped, String, seconds_from_time
+        from robot_hrl.transport import LATCHED_QOS, SENSOR_QOS, create_node
+        from robot_hrl.transport.interface import COMMAND_QOS
+
+        self._apply_env()
+        use_sim = graph.as_bool(self.args["use_sim"])
+        node = create_node("launch_monitor", namespace=self.args["namespace"],
+                           parameters={"use_sim_time": use_sim}, backend="cyclonedds", domain_id=self.domain_id)
+        self.node = node
+        m = self.monitor
+
+        def odom(msg):
+            m.count("/odom")
+            p = msg.pose.pose.position
+            m.on_odom(seconds_from_time(msg.header.stamp), (p.x, p.y, p.z))
+
+        def diag(msg):
+            m.count("/diagnostics")
+            t = seconds_from_time(msg.header.stamp)
+            for st in msg.status:
+                m.on_diagnostic(st.name, int(st.level), st.message, {kv.key: kv.value for kv in st.values}, t)
+
+        def plan(msg):
+            m.on_plan([(ps.pose.position.x, ps.pose.position.y, ps.pose.position.z) for ps in msg.poses])
+
+        def subgoal(msg):
+            p = msg.pose.position
+            m.on_subgoal((p.x, p.y, p.z))
+
+        node.create_subscription(Odometry, "/odom", odom, SENSOR_QOS)
+        node.create_subscription(DiagnosticArray, "/diagnostics", diag, COMMAND_QOS)
+        node.create_subscription(String, "/planner/status", lambda s: m.on_planner_status(s.data), LATCHED_QOS)
+        node.create_subscription(String, "/skill/status", lambda s: m.on_skill_status(s.data), COMMAND_QOS)
+        node.create_subscription(PathMsg, "/plan", plan, LATCHED_QOS)
+        node.create_subscription(PoseStamped, "/subgoal", subgoal, COMMAND_QOS)
+
+    def start_recorder(self) -> Path | None:
+        if not self.o.record:
+            return None
+        from robot_hrl.launch.recording import start_recording
+
+        path = self.out / "recording"
+        self.recorder = start_recording(self.node, path, graph.TOPICS, self.args["namespace"])
+        return path
+
+    # ---- run ----------------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        t0 = time.monotonic()
+        reason, success = "timeout", False
+        recording = None
+        self.start_monitor()
+        try:
+            recording = self.start_recorder()
+            self.start_nodes()
+            live = _LiveSummary(self.monitor, enabled=self.o.live)
+            with live:
+                while True:
+                    self.node.spin(until=_after(0.1))
+                    live.update(time.monotonic() - t0)
+                    if self.monitor.finished():
+                        reason, success = "task done, landed", True
+                        break
+                    dead = self.dead_nodes()
+                    if dead:
+                        reason = "node exited: " + ", ".join(
+                            f"{n} (exit code {self.procs[n].returncode})" for n in dead)
+                        break
+                    if time.monotonic() - t0 > self.o.timeout_s:
+                        reason = f"timeout after {self.o.timeout_s:g} s"
+                        break
+        except KeyboardInterrupt:
+            reason = "interrupted"
+        finally:
+            wall = time.monotonic() - t0
+            codes = self.stop_nodes() if self.procs else {}
+            if self.recorder is not None:
+                self.recorder.close()
+            if self.node is not None:
+                self.node.shutdown()
+        snap = self.monitor.snapshot()
+        if success and self.monitor.violations:
+            success = False
+            reason += f", but {len(self.monitor.violations)} safety violation(s)"
+        plot = None
+        try:
+            from robot_hrl.launch.plot import plot_flight
+
+            plot = str(plot_flight(self.world, self.monitor.path, self.out / "flight.png", self.monitor.plan,
+                                   self.monitor.subgoals, title=f"{self.world.name}: {self.args['task'][:60]}"))
+        except Exception as exc:  # noqa: BLE001 - a plot must not lose the result
+            snap["errors"].append(f"plot failed: {exc}")
+        if not success:
+            for name in self.procs:
+                tail = self.log_tail(name)
+                if tail and (codes.get(name) not in (0, None, -2, -15) or "Traceback" in tail):
+                    snap["errors"].append(f"{name} log tail:\n{tail}")
+        result = RunResult(
+            success=success, reason=reason,
+            goals_reached=int(snap["planner"].get("goals_reached", 0)),
+            goals_total=int(snap["planner"].get("goals_total", 0)),
+            wall_time_s=round(wall, 3), sim_time_s=round(snap["sim_time_s"], 3),
+            interventions=snap["interventions"], violations=len(self.monitor.violations),
+            violation_events=[v.__dict__ for v in self.monitor.violations], collisions=snap["collisions"],
+            deadline=snap["deadline"], errors=snap["errors"],
+            recording=str(recording) if recording else None, plot=plot, logs=str(self.out / "logs"),
+            exit_codes=codes,
+        )
+        text = json.dumps(result.to_dict(), indent=2, default=str)
+        (self.out / "result.json").write_text(text)
+        if self.o.result is not None:
+            Path(self.o.result).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.o.result).write_text(text)
+        return result
+
+
+def _after(seconds: float):
+    end = time.monotonic() + seconds
+    return lambda: time.monotonic() >= end
+
+
+class _LiveSummary:
+    """A rich live table of the run (falls back to nothing when disabled)."""
+
+    def __init__(self, monitor: RunMonitor, enabled: bool = True):
+        self.m = monitor
+        self.enabled = enabled
+        self._live = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.live import Live
+
+            self._live = Live(self._table(0.0), refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._live is not None:
+            self._live.__exit__(*exc)
+
+    def update(self, wall_s: float) -> None:
+        if self._live is not None:
+            self._live.update(self._table(wall_s))
+
+    def _table(self, wall_s: float):
+        from rich.table import Table
+
+        s = self.m.snapshot()
+        p, k, sh = s["planner"], s["skill"], s["shield"]
+        t = Table(title="robot-hrl launch navigation", show_header=False, expand=False)
+        t.add_column("what", style="bold")
+        t.add_column("value")
+        t.add_row("time", f"wall {wall_s:6.1f} s   sim {s['sim_time_s']:6.1f} s")
+        t.add_row("planner", f"{p.get('state', 'starting')}  goal {p.get('goals_reached', 0)}/{p.get('goals_total', 0)}"
+                  f"  {p.get('current_goal', '')}")
+        sg = k.get("subgoal")
+        sg_text = "-" if not sg else "(" + ", ".join(f"{v:.2f}" for v in sg) + ")"
+        dist = k.get("distance")
+        t.add_row("skill", f"{k.get('state', 'starting')}  subgoal {sg_text}  distance "
+                  f"{'-' if dist is None else f'{dist:.2f} m'}")
+        t.add_row("shield", f"mode {sh.get('mode', '-')}  " + (", ".join(
+            f"{u}: {n}" for u, n in sorted(s["interventions"].items()) if n) or "no interventions"))
+        t.add_row("safety", f"violations {s['violations']}  collisions {s['collisions']}")
+        for err in s["errors"][-2:]:
+            t.add_row("error", f"[red]{err}[/red]")
+        return t

@@ -1,0 +1,1 @@
+"""The simulator on the ROS 2 graph (sim_node)."""

@@ -1,0 +1,193 @@
+"""The simulator as a node: PyBullet quadrotor in a world file, on the ROS 2 graph.
+
+Topics (relative to the node's namespace):
+
+- in  ``/cmd_wrench`` geometry_msgs/WrenchStamped, frame ``base_link``: ``force.z`` collective
+  thrust (N), ``torque`` body torques (N m). Applied through the firmware mixer and motor lag.
+- out ``/odom`` nav_msgs/Odometry (best effort; pose in ``odom``, twist in ``base_link``).
+- out ``/clock`` rosgraph_msgs/Clock: the simulation time, when ``use_sim_time`` is set.
+- out ``/camera/image_raw`` sensor_msgs/Image (rgb8), when ``camera`` is set, at ``camera_rate_hz``.
+- out ``/diagnostics``: collisions (with what, when), sim time, real-time factor.
+
+Time. Without ``use_sim_time`` the sim paces itself to wall time (``real_time_factor``).
+With it, the sim owns the clock: it publishes ``/odom`` then ``/clock`` for each control period
+and, in ``lockstep`` mode, steps as soon as the motor command for that period arrives (waiting
+at most ``lockstep_timeout_s`` of wall time, then stepping with the last command), so it runs as
+fast as the skill node can follow. It waits for the first motor command before time starts.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import numpy as np
+
+from robot_hrl.errors import ConfigError
+from robot_hrl.msgs import Clock, Odometry, WrenchStamped, odometry_from_state, time_from_seconds
+from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, run_main
+from robot_hrl.nodes.resources import resolve_resource
+from robot_hrl.robots import get_robot
+from robot_hrl.transport.interface import COMMAND_QOS, SENSOR_QOS
+from robot_hrl.world import load_world
+
+
+class SimNode:
+    """Wiring of :class:`sim.pybullet.PyBulletQuadrotorSim` to the graph; the loop is :meth:`run`."""
+
+    def __init__(self, node, sim=None):
+        self.node = node
+        p = {name: node.declare_parameter(name, default) for name, default in (
+            ("robot", "crazyflie_2x"), ("world", "models/worlds/demo.yaml"), ("physics_hz", 500.0),
+            ("control_hz", 100.0), ("real_time_factor", 1.0), ("lockstep", True), ("lockstep_timeout_s", 0.5),
+            ("wait_for_command", True), ("camera", False), ("camera_rate_hz", 2.0), ("seed", 0),
+            ("odom_dropout_at_s", -1.0), ("use_sim_time", False), ("diagnostics_rate_hz", 2.0),
+            ("max_sim_time_s", 0.0),
+        )}
+        self.p = p
+        for key in ("physics_hz", "control_hz", "camera_rate_hz", "diagnostics_rate_hz"):
+            if not float(p[key]) > 0:
+                raise ConfigError(f"sim_node parameter {key}={p[key]!r} must be > 0")
+        if float(p["real_time_factor"]) < 0:
+            raise ConfigError(f"sim_node parameter real_time_factor={p['real_time_factor']!r} must be >= 0")
+        self.robot = get_robot(str(p["robot"]))
+        self.world = load_world(resolve_resource(p["world"], "world file"))
+        self.period_s = 1.0 / float(p["control_hz"])
+        self.use_sim_time = bool(p["use_sim_time"])
+        if sim is None:
+            from sim.pybullet import PyBulletQuadrotorSim
+
+            sim = PyBulletQuadrotorSim(self.robot, self.world, physics_hz=float(p["physics_hz"]),
+                                       control_hz=float(p["control_hz"]), gui=False, camera=bool(p["camera"]),
+                                       seed=int(p["seed"]))
+        self.sim = sim
+        start = np.asarray(self.world.start, dtype=np.float64)
+        self.sim.reset(start, np.array([1.0, 0.0, 0.0, 0.0]))
+        self._lock = threading.Lock()
+        self._wrench = np.zeros(4)
+        self._commands = 0
+        self._new_command = threading.Event()
+        self.collisions: list[dict] = []
+        self._in_collision = False
+        self.steps = 0
+        self._wall_start = None
+        self.odom_pub = node.create_publisher(Odometry, "/odom", SENSOR_QOS)
+        self.clock_pub = node.create_publisher(Clock, "/clock", SENSOR_QOS)
+        from robot_hrl.msgs import DiagnosticArray, Image
+
+        self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
+        self.image_pub = node.create_publisher(Image, "/camera/image_raw", SENSOR_QOS) if p["camera"] else None
+        self.node.create_subscription(WrenchStamped, "/cmd_wrench", self._on_wrench, COMMAND_QOS)
+        self._next_camera_s = 0.0
+        self._next_diag_s = 0.0
+        self.bad_commands = 0
+
+    # ---- inputs -------------------------------------------------------------------------------
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        w = np.array([msg.wrench.force.z, msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
+        with self._lock:
+            if not np.all(np.isfinite(w)):
+                self.bad_commands += 1  # a non-finite command is dropped: the last good one stays
+            else:
+                self._wrench = w
+            self._commands += 1
+        self._new_command.set()
+
+    # ---- outputs ------------------------------------------------------------------------------
+    def sim_time(self) -> float:
+        return float(self.sim.time_s)
+
+    def publish_state(self) -> None:
+        t = self.sim_time()
+        dropout = float(self.p["odom_dropout_at_s"])
+        if not (0.0 <= dropout <= t):
+            state = self.sim.state()
+            state.stamp_s = t
+            self.odom_pub.publish(odometry_from_state(state, frame_id="odom", child_frame_id="base_link"))
+        if self.use_sim_time:
+            self.clock_pub.publish(Clock(clock=time_from_seconds(t)))
+        if self.image_pub is not None and t >= self._next_camera_s:
+            self._next_camera_s = t + 1.0 / float(self.p["camera_rate_hz"])
+            from robot_hrl.msgs import image_from_array
+
+            rgb, _depth = self.sim.camera_image()
+            self.image_pub.publish(image_from_array(np.ascontiguousarray(rgb[..., :3]).astype(np.uint8), "rgb8", t,
+                                                    "camera_optical"))
+        if t >= self._next_diag_s:
+            self._next_diag_s = t + 1.0 / float(self.p["diagnostics_rate_hz"])
+            self.publish_diagnostics()
+
+    def publish_diagnostics(self) -> None:
+        t = self.sim_time()
+        wall = time.monotonic() - self._wall_start if self._wall_start else 0.0
+        level = ERROR if self.collisions else OK
+        message = (f"{len(self.collisions)} collision(s), last with {self.collisions[-1]['with']} at "
+                   f"t={self.collisions[-1]['t']:.2f} s") if self.collisions else "running"
+        if self.bad_commands:
+            level = max(level, WARN)
+        values = {"sim_time_s": t, "steps": self.steps, "collisions": len(self.collisions),
+                  "real_time_factor": (t / wall) if wall > 0 else 0.0, "non_finite_commands": self.bad_commands,
+                  "odom": "stopped (fault injection)" if 0.0 <= float(self.p["odom_dropout_at_s"]) <= t else "ok"}
+        if self.collisions:
+            values["last_collision_with"] = self.collisions[-1]["with"]
+            values["last_collision_position"] = self.collisions[-1]["position"]
+        self.diag_pub.publish(diag_array(t, [diag_status("sim_node: physics", level, message, values,
+                                                         hardware_id="pybullet")]))
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def step(self) -> None:
+        with self._lock:
+            wrench = self._wrench.copy()
+        self.sim.step(wrench)
+        self.steps += 1
+        hit = self.sim.collided()
+        if hit and not self._in_collision:
+            what = hit if isinstance(hit, str) else "an obstacle"
+            self.collisions.append({"t": self.sim_time(), "with": what,
+                                    "position": [round(float(v), 3) for v in self.sim.state().position_w]})
+            self.node.get_logger().error(f"collision with {what} at t={self.sim_time():.2f} s")
+        self._in_collision = bool(hit)
+
+    def run(self, stop: threading.Event) -> None:
+        spinner = threading.Thread(target=self.node.spin, kwargs={"until": stop.is_set}, daemon=True)
+        spinner.start()
+        lockstep = self.use_sim_time and bool(self.p["lockstep"])
+        rtf = float(self.p["real_time_factor"])
+        timeout = float(self.p["lockstep_timeout_s"])
+        max_t = float(self.p["max_sim_time_s"])
+        if bool(self.p["wait_for_command"]):
+            # Publish the initial state until a motor command shows that the skill node listens.
+            while not stop.is_set() and self._commands == 0:
+                self.publish_state()
+                self._new_command.wait(0.1)
+        self._wall_start = time.monotonic()
+        while not stop.is_set():
+            if max_t > 0 and self.sim_time() >= max_t:
+                break
+            with self._lock:
+                seen = self._commands
+                self._new_command.clear()
+            self.publish_state()
+            if lockstep:
+                deadline = time.monotonic() + timeout
+                while not stop.is_set() and self._commands == seen:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._new_command.wait(remaining)
+            elif rtf > 0:
+                target = self._wall_start + (self.sim_time() + self.period_s) / rtf
+                delay = target - time.monotonic()
+                if delay > 0:
+                    stop.wait(delay)
+            self.step()
+        self.publish_diagnostics()
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main("sim_node", SimNode, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
