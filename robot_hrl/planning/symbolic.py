@@ -1,0 +1,359 @@
+"""The symbolic planner (the default, fully offline): task language -> goals -> subgoals.
+
+Each flight leg is planned on the 2.5-D flight grid for the leg's altitude band: a straight
+line when it is in sight, otherwise weighted A* on the 8-connected inflated grid, then
+line-of-sight shortcutting; altitude changes linearly along the leg. Subgoals are spaced at
+most ``subgoal_spacing_fraction * subgoal_radius_m`` apart (the skill's radius comes from the
+model contract), so the subgoal shield never has to clamp them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from robot_hrl.errors import PlanningError
+from robot_hrl.planning.grid import FlightGrid
+from robot_hrl.planning.maps import OccupancyMap, load_map
+from robot_hrl.planning.ordering import EXACT_ORDER_LIMIT, order_goals
+from robot_hrl.planning.plan import Plan, PlanStep
+from robot_hrl.planning.search import astar, line_of_sight, shortcut, space_polyline, turning_points
+from robot_hrl.planning.task import Target, Task, TaskStep, parse_task
+from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.world import Box, Landmark, World, load_world
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    resolution_m: float = 0.05
+    """Flight grid cell size."""
+    robot_radius_m: float = CRAZYFLIE_2X.collision_radius_m
+    """Obstacles are inflated by this plus ``safety_margin_m``."""
+    safety_margin_m: float = 0.10
+    subgoal_spacing_fraction: float = 0.9
+    """Subgoals lie at most this fraction of the subgoal radius apart."""
+    heuristic_weight: float = 1.5
+    """A* heuristic weight; 1.0 is optimal on the grid, more expands fewer cells (shortcutting
+    recovers most of the difference)."""
+    exact_order_limit: int = EXACT_ORDER_LIMIT
+    """Up to this many goals in a ``visit`` are ordered exactly, beyond by 2-opt."""
+    ground_clearance_m: float = 0.05
+    """The robot counts as landed below the floor plus this."""
+    blocked_radius_m: float = 0.3
+    """Half-width of the column blocked around a point reported blocked by the skill."""
+    start_escape_m: float = 0.3
+    """A start inside the inflation (not inside an obstacle) is joined to free space within this."""
+
+    @property
+    def inflation_m(self) -> float:
+        return self.robot_radius_m + self.safety_margin_m
+
+
+def _fmt(p) -> str:
+    return "(" + ", ".join(f"{float(v):.2f}" for v in p) + ")"
+
+
+class SymbolicPlanner:
+    """Plans task-language tasks on a world (and its optional map) without any network."""
+
+    name = "symbolic"
+
+    def __init__(self, world: World, subgoal_radius_m: float, config: PlannerConfig | None = None,
+                 occupancy_map: OccupancyMap | None = None):
+        if not (isinstance(subgoal_radius_m, (int, float)) and math.isfinite(subgoal_radius_m) and subgoal_radius_m > 0):
+            raise PlanningError(f"subgoal_radius_m must be a positive number of metres, got {subgoal_radius_m!r}")
+        self.world = world
+        self.config = config or PlannerConfig()
+        self.subgoal_radius_m = float(subgoal_radius_m)
+        self.spacing_m = self.subgoal_radius_m * self.config.subgoal_spacing_fraction
+        self.grid = FlightGrid(world, self.config.resolution_m, self.config.inflation_m, occupancy_map)
+        self._legs: dict[tuple, np.ndarray | None] = {}
+
+    @classmethod
+    def from_file(cls, world_path: str | Path, subgoal_radius_m: float, config: PlannerConfig | None = None):
+        """Load a world file and the map it names (relative to it)."""
+        world_path = Path(world_path)
+        world = load_world(world_path)
+        grid_map = load_map(world_path.parent / world.map) if world.map else None
+        return cls(world, subgoal_radius_m, config, grid_map)
+
+    # -- geometry helpers --------------------------------------------------------------------
+    @property
+    def ground_z(self) -> float:
+        return float(self.world.bounds.min[2])
+
+    @property
+    def min_flight_z(self) -> float:
+        return self.ground_z + self.config.inflation_m
+
+    @property
+    def max_flight_z(self) -> float:
+        return float(self.world.bounds.max[2]) - self.config.inflation_m
+
+    def _boxes(self) -> list[tuple[str, Box]]:
+        named = [(getattr(b, "name", None) or getattr(b, "id"), b) for b in self.world.solid_boxes()]
+        return named + [("added obstacle", b) for b in self.grid.added_boxes]
+
+    def _check_point(self, p: np.ndarray, what: str) -> None:
+        if not np.all(np.isfinite(p)):
+            raise PlanningError(f"{what} {p.tolist()} is not finite")
+        b = self.world.bounds
+        if not b.contains(p):
+            raise PlanningError(f"{what} {_fmt(p)} is outside the map: the bounds are x {b.min[0]:g}..{b.max[0]:g}, "
+                                f"y {b.min[1]:g}..{b.max[1]:g}, z {b.min[2]:g}..{b.max[2]:g} m")
+        for name, box in self._boxes():
+            if box.contains(p):
+                raise PlanningError(f"{what} {_fmt(p)} is inside obstacle {name!r}")
+        r = self.config.inflation_m
+        for name, box in self._boxes():
+            if box.distance(p) < r:
+                raise PlanningError(f"{what} {_fmt(p)} is {box.distance(p):.2f} m from obstacle {name!r}; "
+                                    f"it must be at least {r:.2f} m away (robot radius + margin)")
+
+    def _check_goal(self, p: np.ndarray, what: str) -> None:
+        self._check_point(p, what)
+        if not (self.min_flight_z - 1e-9 <= p[2] <= self.max_flight_z + 1e-9):
+            raise PlanningError(f"{what} {_fmt(p)}: altitude {p[2]:.2f} m is outside the flight band "
+                                f"{self.min_flight_z:.2f}..{self.max_flight_z:.2f} m (use `land` to land)")
+        blocked = self.grid.blocked(p[2], p[2])
+        ix, iy = self.grid.cell_index(p[:2])
+        if blocked[iy, ix]:
+            names = self.grid.blocking_boxes(p[:2], p[2], p[2]) or ["the fence"]
+            raise PlanningError(f"{what} {_fmt(p)} is too close to {', '.join(names)} to fly to "
+                                f"(obstacles are inflated by {self.config.inflation_m:.2f} m)")
+
+    def resolve_landmark(self, name: str) -> Landmark:
+        """A landmark by id, by colour (``red``) or by phrase (``the red box``)."""
+        key = name.strip().lower().replace(" ", "_")
+        for prefix in ("the_", "a_"):
+            key = key.removeprefix(prefix)
+        for lm in self.world.landmarks:
+            if lm.id.lower() == key:
+                return lm
+        words = set(key.split("_"))
+        matches = [lm for lm in self.world.landmarks if lm.color.lower() in words]
+        if len(matches) == 1:
+            return matches[0]
+        known = [lm.id for lm in self.world.landmarks]
+        if len(matches) > 1:
+            raise PlanningError(f"landmark {name!r} is ambiguous: {[m.id for m in matches]} share that colour")
+        raise PlanningError(f"unknown landmark {name!r}; world {self.world.name!r} has: {known}")
+
+    def _resolve(self, target: Target, pos: np.ndarray) -> tuple[np.ndarray, str, str | None]:
+        if target.landmark is not None:
+            lm = self.resolve_landmark(target.landmark)
+            return lm.approach_point.astype(np.float64), lm.id, lm.id
+        p = np.array(target.position, dtype=np.float64)
+        if target.xy_only:
+            p[2] = pos[2]
+        return p, " ".join(f"{v:g}" for v in p), None
+
+    # -- legs --------------------------------------------------------------------------------
+    def _vertical(self, a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
+        """A vertical leg; its column must be clear of obstacles."""
+        n = max(2, int(math.ceil(abs(b[2] - a[2]) / (self.config.resolution_m / 2))) + 1)
+        r = self.config.inflation_m
+        for z in np.linspace(a[2], b[2], n):
+            p = np.array([a[0], a[1], z])
+            for name, box in self._boxes():
+                if box.distance(p) < r:
+                    raise PlanningError(f"cannot {what} at {_fmt(a[:2])}: obstacle {name!r} is in the way at "
+                                        f"z = {z:.2f} m; move to a clear spot first (e.g. `goto X Y Z`)")
+        return np.stack([a, b])
+
+    def _nearest_free(self, blocked: np.ndarray, cell: tuple[int, int]) -> tuple[int, int] | None:
+        reach = int(math.ceil(self.config.start_escape_m / self.config.resolution_m))
+        ix, iy = cell
+        r0, r1 = max(iy - reach, 0), min(iy + reach + 1, blocked.shape[0])
+        c0, c1 = max(ix - reach, 0), min(ix + reach + 1, blocked.shape[1])
+        free = np.argwhere(~blocked[r0:r1, c0:c1])
+        if len(free) == 0:
+            return None
+        d = (free[:, 0] + r0 - iy) ** 2 + (free[:, 1] + c0 - ix) ** 2
+        k = int(np.argmin(d))
+        return int(free[k, 1] + c0), int(free[k, 0] + r0)
+
+    def leg(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+        """A collision-free 3-D polyline from a to b (both included), or None if b is unreachable."""
+        key = (tuple(np.round(a, 4)), tuple(np.round(b, 4)), len(self.grid.added_boxes))
+        if key in self._legs:
+            return self._legs[key]
+        path = self._leg(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+        self._legs[key] = path
+        return path
+
+    def _leg(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+        if np.linalg.norm(b - a) < 1e-9:
+            return np.stack([a, b])
+        blocked = self.grid.blocked(a[2], b[2])
+        ca, cb = self.grid.to_cell(a[:2])[0], self.grid.to_cell(b[:2])[0]
+        if line_of_sight(blocked, ca, cb)[0]:
+            return np.stack([a, b])
+        sa, sb = self.grid.cell_index(a[:2]), self.grid.cell_index(b[:2])
+        prefix = [ca]
+        if blocked[sa[1], sa[0]]:
+            escape = self._nearest_free(blocked, sa)
+            if escape is None:
+                return None
+            sa = escape
+            prefix.append(np.array(escape, dtype=np.float64) + 0.5)
+        if blocked[sb[1], sb[0]]:
+            return None
+        cells = astar(blocked, sa, sb, self.config.heuristic_weight)
+        if cells is None:
+            return None
+        idx = turning_points(cells)
+        pts = np.asarray(cells, dtype=np.float64)[idx] + 0.5
+        pts = np.vstack([*prefix, pts[1:-1], cb[None]]) if len(pts) > 2 else np.vstack([*prefix, cb[None]])
+        pts = shortcut(blocked, pts)
+        xy = self.grid.to_world(pts)
+        xy[0], xy[-1] = a[:2], b[:2]
+        seg = np.linalg.norm(np.diff(xy, axis=0), axis=1)
+        frac = np.concatenate([[0.0], np.cumsum(seg)]) / max(seg.sum(), 1e-12)
+        z = a[2] + (b[2] - a[2]) * frac
+        return np.column_stack([xy, z])
+
+    def leg_cost(self, a: np.ndarray, b: np.ndarray) -> float:
+        path = self.leg(a, b)
+        if path is None:
+            return math.inf
+        return float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
+
+    def _unreachable(self, a: np.ndarray, b: np.ndarray, label: str) -> PlanningError:
+        return PlanningError(f"goal {label} {_fmt(b)} is unreachable from {_fmt(a)}: no collision-free path "
+                             f"at altitudes {min(a[2], b[2]):.2f}..{max(a[2], b[2]):.2f} m "
+                             f"(obstacles inflated by {self.config.inflation_m:.2f} m)")
+
+    # -- planning ----------------------------------------------------------------------------
+    def plan(self, task: str | dict | Task, start_position_w, **_ignored) -> Plan:
+        """Plan a task (text, JSON text, JSON dict or Task) from ``start_position_w`` (world ENU, m)."""
+        parsed = parse_task(task)
+        start = self._start(start_position_w)
+        steps = self._expand(parsed.steps, start)
+        return Plan(task=parsed, start=start, steps=steps, planner=self.name)
+
+    def _start(self, start_position_w) -> np.ndarray:
+        try:
+            start = np.asarray(start_position_w, dtype=np.float64).reshape(3)
+        except (ValueError, TypeError):
+            raise PlanningError(f"the start position must be x, y, z in metres, got {start_position_w!r}") from None
+        if not np.all(np.isfinite(start)):
+            raise PlanningError(f"the start position {start.tolist()} is not finite")
+        b = self.world.bounds
+        if not b.contains(start):
+            raise PlanningError(f"the start position {_fmt(start)} is outside the map bounds {b.min}..{b.max}")
+        for name, box in self._boxes():
+            if box.contains(start):
+                raise PlanningError(f"the start position {_fmt(start)} is inside obstacle {name!r}")
+        return start
+
+    def _airborne(self, pos: np.ndarray) -> bool:
+        return bool(pos[2] > self.ground_z + self.config.ground_clearance_m)
+
+    def _expand(self, task_steps, start: np.ndarray) -> list[PlanStep]:
+        pos = start.copy()
+        out: list[PlanStep] = []
+        for number, ts in enumerate(task_steps, 1):
+            where = f"step {number} ({ts})"
+            if ts.action == "takeoff":
+                alt = float(ts.altitude_m if ts.altitude_m is not None else 1.0)
+                target = np.array([pos[0], pos[1], alt])
+                if not (self.min_flight_z - 1e-9 <= alt <= self.max_flight_z + 1e-9):
+                    raise PlanningError(f"{where}: takeoff altitude {alt:g} m is outside the flight band "
+                                        f"{self.min_flight_z:.2f}..{self.max_flight_z:.2f} m")
+                path = self._vertical(pos, target, "take off")
+                out.append(PlanStep("takeoff", target, f"{alt:g} m", space_polyline(path, self.spacing_m), path))
+                pos = target
+            elif ts.action == "land":
+                target = np.array([pos[0], pos[1], self.ground_z])
+                path = self._vertical(pos, target, "land")
+                out.append(PlanStep("land", target, "floor", space_polyline(path, self.spacing_m), path))
+                pos = target
+            elif ts.action == "hover":
+                if not self._airborne(pos):
+                    raise PlanningError(f"{where}: the robot is on the ground; `takeoff` before `hover`")
+                out.append(PlanStep("hover", pos.copy(), f"{ts.duration_s:g} s", [pos.copy()],
+                                    np.stack([pos, pos]), duration_s=ts.duration_s))
+            else:  # goto, visit
+                if not self._airborne(pos):
+                    raise PlanningError(f"{where}: the robot is on the ground at {_fmt(pos)}; "
+                                        "begin the task with `takeoff`")
+                resolved = []
+                for t in ts.targets:
+                    try:
+                        p, label, lm = self._resolve(t, pos)
+                        self._check_goal(p, f"goal {label}")
+                    except PlanningError as exc:
+                        raise PlanningError(f"{where}: {exc}") from None
+                    resolved.append((p, label, lm))
+                if ts.action == "visit" and len(resolved) > 1:
+                    pts = np.stack([pos, *[r[0] for r in resolved]])
+                    order = order_goals(pts, lambda i, j: self.leg_cost(pts[i], pts[j]), self.config.exact_order_limit)
+                    resolved = [resolved[i - 1] for i in order]
+                for p, label, lm in resolved:
+                    path = self.leg(pos, p)
+                    if path is None:
+                        raise PlanningError(f"{where}: {self._unreachable(pos, p, label)}")
+                    out.append(PlanStep("goto", p, label, space_polyline(path, self.spacing_m), path, landmark=lm))
+                    pos = p
+        return out
+
+    # -- replanning --------------------------------------------------------------------------
+    def add_obstacle(self, box: Box) -> None:
+        """An obstacle seen at run time; later plans avoid it."""
+        self.grid.add_box(box)
+
+    def _blocked_boxes(self, blocked) -> list[Box]:
+        if blocked is None:
+            return []
+        if isinstance(blocked, Box):
+            return [blocked]
+        if isinstance(blocked, (list, tuple)) and blocked and all(isinstance(b, Box) for b in blocked):
+            return list(blocked)
+        try:
+            pts = np.atleast_2d(np.asarray(blocked, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise PlanningError("blocked must be a Box, a list of Boxes, or points (N, 3) in metres") from None
+        if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
+            raise PlanningError(f"blocked points must be finite (N, 3) in metres, got shape {pts.shape}")
+        b = self.world.bounds
+        height = b.max[2] - b.min[2]
+        s = 2 * self.config.blocked_radius_m
+        return [Box(center=(p[0], p[1], b.min[2] + height / 2), size=(s, s, height)) for p in pts]
+
+    def replan(self, plan: Plan, position_w, blocked=None, subgoal_index: int | None = None) -> Plan:
+        """Plan the rest of ``plan`` again from ``position_w``.
+
+        ``blocked``: what is in the way, added to the planner's obstacles for good: a Box, a list
+        of Boxes, or points (N, 3) (each blocks a column of ``blocked_radius_m``). ``subgoal_index``
+        is the subgoal the robot was flying to (default: the subgoal nearest to the robot).
+        """
+        for box in self._blocked_boxes(blocked):
+            self.add_obstacle(box)
+        pos = self._start(position_w)
+        subgoals = plan.subgoals
+        if not subgoals:
+            raise PlanningError("the plan has no subgoals left to replan")
+        if subgoal_index is None:
+            subgoal_index = int(np.argmin([np.linalg.norm(s - pos) for s in subgoals]))
+        try:
+            first = plan.step_index_of_subgoal(subgoal_index)
+        except IndexError:
+            raise PlanningError(f"subgoal index {subgoal_index} is not in the plan (it has {len(subgoals)})") from None
+        remaining = []
+        for s in plan.steps[first:]:
+            if s.action == "takeoff":
+                remaining.append(TaskStep("takeoff", altitude_m=float(s.target[2])))
+            elif s.action == "land":
+                remaining.append(TaskStep("land"))
+            elif s.action == "hover":
+                remaining.append(TaskStep("hover", duration_s=s.duration_s))
+            else:
+                t = Target(landmark=s.landmark) if s.landmark else Target(position=tuple(float(v) for v in s.target))
+                remaining.append(TaskStep("goto", targets=(t,)))
+        steps = self._expand(remaining, pos)
+        return Plan(task=Task(tuple(remaining)), start=pos, steps=steps, planner=plan.planner,
+                    fallback_reason=plan.fallback_reason, rejected_answers=list(plan.rejected_answers))

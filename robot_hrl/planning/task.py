@@ -1,0 +1,291 @@
+"""The task language: what a user (or an LLM) may ask the planner to do.
+
+Two equivalent forms. Text, statements separated by ``;`` or new lines::
+
+    takeoff 1.0; goto 2.0 3.0 1.0; goto red_box; hover 2; visit green_box blue_box; land
+
+and JSON, validated against :data:`TASK_SCHEMA` (``additionalProperties: false`` everywhere)::
+
+    {"steps": [{"action": "takeoff", "altitude_m": 1.0},
+               {"action": "goto", "position": [2.0, 3.0, 1.0]},
+               {"action": "goto", "landmark": "red_box"},
+               {"action": "hover", "duration_s": 2.0},
+               {"action": "visit", "targets": [{"landmark": "green_box"}, {"landmark": "blue_box"}]},
+               {"action": "land"}]}
+
+Statements:
+
+- ``takeoff [ALT]``: climb vertically to ALT metres (default 1.0).
+- ``goto X Y Z`` | ``goto X Y`` (keep the altitude) | ``goto LANDMARK``: fly there around obstacles.
+  A landmark is named by its id (``red_box``), its colour (``red``) or a phrase
+  (``the red box``); the robot flies to its approach point.
+- ``hover SECONDS``: hold the position.
+- ``visit T1 T2 ...``: visit every target once, in the order that makes the flight shortest.
+  A target is a landmark name or a point written ``X,Y,Z``.
+- ``land``: descend vertically to the floor.
+
+Parsing only checks the form. Whether a landmark exists, or a point is inside the fence and
+outside obstacles, is checked by the planner against the world.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from robot_hrl.errors import PlanningError
+
+ACTIONS = ("takeoff", "goto", "hover", "visit", "land")
+DEFAULT_TAKEOFF_ALTITUDE_M = 1.0
+
+_POSITION = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3,
+             "description": "x, y, z in the world frame (ENU), metres"}
+_LANDMARK = {"type": "string", "minLength": 1, "maxLength": 64, "description": "landmark id or colour name"}
+_TARGET = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"position": _POSITION, "landmark": _LANDMARK},
+    "oneOf": [{"required": ["position"]}, {"required": ["landmark"]}],
+}
+
+TASK_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "robot_hrl task",
+    "description": "An ordered list of actions. Goals are positions in metres (world ENU) or landmark names.",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["steps"],
+    "properties": {
+        "steps": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 64,
+            "items": {
+                "oneOf": [
+                    {"type": "object", "additionalProperties": False, "required": ["action"],
+                     "properties": {"action": {"const": "takeoff"},
+                                    "altitude_m": {"type": "number", "exclusiveMinimum": 0}}},
+                    {"type": "object", "additionalProperties": False, "required": ["action", "position"],
+                     "properties": {"action": {"const": "goto"}, "position": _POSITION}},
+                    {"type": "object", "additionalProperties": False, "required": ["action", "landmark"],
+                     "properties": {"action": {"const": "goto"}, "landmark": _LANDMARK}},
+                    {"type": "object", "additionalProperties": False, "required": ["action", "duration_s"],
+                     "properties": {"action": {"const": "hover"},
+                                    "duration_s": {"type": "number", "minimum": 0, "maximum": 3600}}},
+                    {"type": "object", "additionalProperties": False, "required": ["action", "targets"],
+                     "properties": {"action": {"const": "visit"},
+                                    "targets": {"type": "array", "minItems": 1, "maxItems": 32, "items": _TARGET}}},
+                    {"type": "object", "additionalProperties": False, "required": ["action"],
+                     "properties": {"action": {"const": "land"}}},
+                ]
+            },
+        }
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(TASK_SCHEMA)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal: a point in the world (ENU, m) or a landmark name (resolved by the planner)."""
+
+    position: tuple[float, float, float] | None = None
+    landmark: str | None = None
+    xy_only: bool = False
+    """``goto X Y``: z is the current altitude."""
+
+    def to_json(self) -> dict:
+        if self.landmark is not None:
+            return {"landmark": self.landmark}
+        return {"position": list(self.position)}
+
+    def __str__(self) -> str:
+        if self.landmark is not None:
+            return self.landmark
+        if self.xy_only:
+            return f"{self.position[0]:g} {self.position[1]:g}"
+        return " ".join(f"{v:g}" for v in self.position)
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    action: str
+    targets: tuple[Target, ...] = ()
+    altitude_m: float | None = None
+    duration_s: float | None = None
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"action": self.action}
+        if self.action == "takeoff" and self.altitude_m is not None:
+            out["altitude_m"] = self.altitude_m
+        elif self.action == "goto":
+            if self.targets[0].xy_only:
+                raise PlanningError("`goto X Y` (keep altitude) has no JSON form; give x, y and z")
+            out.update(self.targets[0].to_json())
+        elif self.action == "hover":
+            out["duration_s"] = self.duration_s
+        elif self.action == "visit":
+            out["targets"] = [t.to_json() for t in self.targets]
+        return out
+
+    def __str__(self) -> str:
+        if self.action == "takeoff":
+            return f"takeoff {self.altitude_m:g}" if self.altitude_m is not None else "takeoff"
+        if self.action == "hover":
+            return f"hover {self.duration_s:g}"
+        if self.action == "goto":
+            return f"goto {self.targets[0]}"
+        if self.action == "visit":
+            return "visit " + " ".join(str(t) if t.landmark else ",".join(f"{v:g}" for v in t.position)
+                                       for t in self.targets)
+        return self.action
+
+
+@dataclass(frozen=True)
+class Task:
+    steps: tuple[TaskStep, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict:
+        return {"steps": [s.to_json() for s in self.steps]}
+
+    def __str__(self) -> str:
+        return "; ".join(str(s) for s in self.steps)
+
+
+def _number(token: str, what: str, statement: str) -> float:
+    try:
+        value = float(token)
+    except ValueError:
+        raise PlanningError(f"in {statement!r}: {what} {token!r} is not a number") from None
+    if not math.isfinite(value):
+        raise PlanningError(f"in {statement!r}: {what} {token!r} is not finite")
+    return value
+
+
+def _landmark_name(words: list[str]) -> str:
+    words = [w for w in words if w.lower() not in ("the", "a", "an")]
+    return "_".join(w.lower() for w in words)
+
+
+def _parse_statement(statement: str) -> TaskStep:
+    tokens = statement.split()
+    verb, args = tokens[0].lower(), tokens[1:]
+    if verb == "takeoff":
+        if len(args) > 1:
+            raise PlanningError(f"in {statement!r}: takeoff takes one altitude in metres, e.g. `takeoff 1.0`")
+        if not args:
+            return TaskStep("takeoff", altitude_m=DEFAULT_TAKEOFF_ALTITUDE_M)
+        alt = _number(args[0], "altitude", statement)
+        if alt <= 0:
+            raise PlanningError(f"in {statement!r}: the takeoff altitude must be above 0 m")
+        return TaskStep("takeoff", altitude_m=alt)
+    if verb == "land":
+        if args:
+            raise PlanningError(f"in {statement!r}: land takes no arguments")
+        return TaskStep("land")
+    if verb == "hover":
+        if len(args) != 1:
+            raise PlanningError(f"in {statement!r}: hover takes a duration in seconds, e.g. `hover 2`")
+        duration = _number(args[0], "duration", statement)
+        if duration < 0:
+            raise PlanningError(f"in {statement!r}: the hover duration must not be negative")
+        return TaskStep("hover", duration_s=duration)
+    if verb == "goto":
+        if not args:
+            raise PlanningError(f"in {statement!r}: goto needs a target: `goto X Y Z`, `goto X Y` or `goto red_box`")
+        if re.fullmatch(r"[-+]?[\d.].*", args[0]):
+            if len(args) not in (2, 3):
+                raise PlanningError(f"in {statement!r}: goto takes 2 or 3 coordinates (X Y [Z]), got {len(args)}")
+            xyz = [_number(a, "coordinate", statement) for a in args]
+            if len(xyz) == 2:
+                return TaskStep("goto", targets=(Target(position=(xyz[0], xyz[1], math.nan), xy_only=True),))
+            return TaskStep("goto", targets=(Target(position=tuple(xyz)),))
+        return TaskStep("goto", targets=(Target(landmark=_landmark_name(args)),))
+    if verb == "visit":
+        if not args:
+            raise PlanningError(f"in {statement!r}: visit needs targets, e.g. `visit red_box green_box 1,2,1`")
+        targets = []
+        for arg in args:
+            if "," in arg:
+                parts = [p for p in arg.split(",")]
+                if len(parts) != 3:
+                    raise PlanningError(f"in {statement!r}: the point {arg!r} must be written X,Y,Z")
+                targets.append(Target(position=tuple(_number(p, "coordinate", statement) for p in parts)))
+            elif arg.lower() in ("the", "a", "an"):
+                continue
+            else:
+                targets.append(Target(landmark=arg.lower()))
+        return TaskStep("visit", targets=tuple(targets))
+    raise PlanningError(
+        f"unknown action {tokens[0]!r} in {statement!r}; the task language knows: {', '.join(ACTIONS)} "
+        "(e.g. `takeoff 1.0; goto 2 3 1; goto red_box; land`)"
+    )
+
+
+def parse_task_text(text: str) -> Task:
+    """Parse the text form (statements separated by ``;`` or new lines)."""
+    if not isinstance(text, str):
+        raise PlanningError(f"a task must be text or JSON, got {type(text).__name__}")
+    statements = [s.strip() for s in re.split(r"[;\n]", text)]
+    statements = [s for s in statements if s and not s.startswith("#")]
+    if not statements:
+        raise PlanningError("the task is empty; e.g. `takeoff 1.0; goto red_box; land`")
+    return Task(tuple(_parse_statement(s) for s in statements))
+
+
+def validate_task_json(data: Any) -> None:
+    """Raise PlanningError naming the first schema violation."""
+    errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        # oneOf failures are vague: name the step's action to help the reader.
+        raise PlanningError(f"the task JSON does not match the task schema at {where}: {err.message}")
+
+
+def parse_task_json(data: Any) -> Task:
+    """Parse the JSON form (a dict, or a JSON string) after strict schema validation."""
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise PlanningError(f"the task is not valid JSON: {exc}") from None
+    validate_task_json(data)
+    steps = []
+    for raw in data["steps"]:
+        action = raw["action"]
+        if action == "takeoff":
+            steps.append(TaskStep("takeoff", altitude_m=float(raw.get("altitude_m", DEFAULT_TAKEOFF_ALTITUDE_M))))
+        elif action == "goto":
+            target = (Target(position=tuple(float(v) for v in raw["position"])) if "position" in raw
+                      else Target(landmark=_landmark_name(raw["landmark"].split())))
+            steps.append(TaskStep("goto", targets=(target,)))
+        elif action == "hover":
+            steps.append(TaskStep("hover", duration_s=float(raw["duration_s"])))
+        elif action == "visit":
+            steps.append(TaskStep("visit", targets=tuple(
+                Target(position=tuple(float(v) for v in t["position"])) if "position" in t
+                else Target(landmark=_landmark_name(t["landmark"].split())) for t in raw["targets"])))
+        else:
+            steps.append(TaskStep("land"))
+    for step in steps:
+        for t in step.targets:
+            if t.position is not None and not all(math.isfinite(v) for v in t.position):
+                raise PlanningError(f"the task JSON has a non-finite position {t.position}")
+    return Task(tuple(steps))
+
+
+def parse_task(task: str | dict | Task) -> Task:
+    """Parse a task given as text, as JSON text, as a JSON dict, or pass a Task through."""
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, dict):
+        return parse_task_json(task)
+    if isinstance(task, str) and task.lstrip().startswith("{"):
+        return parse_task_json(task)
+    return parse_task_text(task)
