@@ -242,16 +242,23 @@ class OnnxPolicy:
         """The contract's observation for ``state`` and ``subgoal_w`` (world ENU, m) and the stored last action."""
         inputs = self._inputs
         for name in _STATE_FIELDS:
-            value = getattr(state, name)
+            value = np.asarray(getattr(state, name), dtype=np.float64)
             if np.shape(value) != (_STATE_SIZES[name],):
                 raise ObservationError(
                     f"RobotState.{name} has shape {np.shape(value)}, expected ({_STATE_SIZES[name]},)"
+                )
+            if not math.isfinite(value.sum()):
+                raise ObservationError(
+                    f"RobotState.{name} is not finite ({value}); the command is withheld. Check the state estimate"
                 )
             inputs[name] = value
         subgoal = subgoal_w if type(subgoal_w) is np.ndarray else np.asarray(subgoal_w, dtype=np.float64)
         if subgoal.shape != (3,):
             raise ObservationError(f"subgoal_w has shape {subgoal.shape}, expected (3,): x, y, z in the world frame (m)")
+        if not math.isfinite(subgoal.sum()):
+            raise ObservationError(f"subgoal_w is not finite ({subgoal}); the command is withheld. Check the planner output")
         inputs["subgoal_w"] = subgoal
+        # Explicit checks above: the terms clip, which would turn an infinite input into a finite observation.
         return compute_observation(self._terms, inputs)
 
     def step(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
