@@ -95,8 +95,7 @@ def run_main(default_name: str, build: Callable[[Any], Any], argv: list[str] | N
     stop = threading.Event()
 
     def _stop(signum, frame):  # noqa: ARG001
-        stop.set()
-        node.shutdown()
+        stop.set()  # the loop ends within one wait; the node is shut down below, in this thread
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)

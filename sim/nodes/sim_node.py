@@ -58,12 +58,16 @@ class SimNode:
         if sim is None:
             from sim.pybullet import PyBulletQuadrotorSim
 
+            from robot_hrl.perception.camera import PinholeCamera
+
             sim = PyBulletQuadrotorSim(self.robot, self.world, physics_hz=float(p["physics_hz"]),
-                                       control_hz=float(p["control_hz"]), gui=False, camera=bool(p["camera"]),
-                                       seed=int(p["seed"]))
+                                       control_hz=float(p["control_hz"]), gui=False,
+                                       camera=PinholeCamera() if p["camera"] else None, seed=int(p["seed"]))
         self.sim = sim
         start = np.asarray(self.world.start, dtype=np.float64)
-        self.sim.reset(start, np.array([1.0, 0.0, 0.0, 0.0]))
+        start[2] = max(start[2], self.world.bounds.min[2] + self.robot.body_height_m / 2.0)
+        # On the ground, motors off: the skill node spins them up when a subgoal arrives.
+        self.sim.reset(start, np.array([1.0, 0.0, 0.0, 0.0]), motor_rpm=np.zeros(self.robot.num_rotors))
         self._lock = threading.Lock()
         self._wrench = np.zeros(4)
         self._commands = 0
@@ -141,9 +145,10 @@ class SimNode:
             wrench = self._wrench.copy()
         self.sim.step(wrench)
         self.steps += 1
-        hit = self.sim.collided()
+        touched = sorted({c.body for c in self.sim.collisions() if c.body != "ground"})
+        hit = bool(touched)
         if hit and not self._in_collision:
-            what = hit if isinstance(hit, str) else "an obstacle"
+            what = ", ".join(touched)
             self.collisions.append({"t": self.sim_time(), "with": what,
                                     "position": [round(float(v), 3) for v in self.sim.state().position_w]})
             self.node.get_logger().error(f"collision with {what} at t={self.sim_time():.2f} s")

@@ -1,0 +1,418 @@
+"""The planner node: task in, subgoals out, one at a time, as the skill reaches them.
+
+Topics (relative to the node's namespace):
+
+- in  ``/task`` std_msgs/String (latched): the task language (``takeoff 1; goto red_box; land``)
+  or its JSON form (``{"steps": [...]}``); a new task replaces the current one.
+- in  ``/odom`` nav_msgs/Odometry: where the robot is (the start of each plan).
+- in  ``/skill/status`` std_msgs/String JSON from the skill node: ``reached`` advances to the
+  next subgoal, ``blocked`` (held off its subgoal) triggers a replan, ``landed`` ends a landing.
+- out ``/plan`` nav_msgs/Path (latched): every subgoal of the current plan.
+- out ``/subgoal`` geometry_msgs/PoseStamped (reliable): the current subgoal, re-sent at
+  ``subgoal_rate_hz`` as a heartbeat (the skill node holds, then lands, when it stops). A
+  landing is a subgoal on the floor (z at the world's floor): the skill node lands under it.
+- out ``/planner/status`` std_msgs/String JSON (latched): state (idle, waiting_for_odom,
+  executing, hovering, landing, done, error), goals reached / total, current goal, error.
+- out ``/diagnostics``: the plan, and a malformed or impossible task as an ERROR with the reason.
+
+A task that cannot be parsed or planned changes nothing the robot does: the current subgoal
+(if any) keeps being sent, so the robot keeps hovering where it is safe.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from robot_hrl.errors import PlanningError, RobotHrlError
+from robot_hrl.msgs import DiagnosticArray, Odometry, Path, String, seconds_from_time
+from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, json_string, pose_stamped, run_main
+from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+
+GOAL_ACTIONS = ("takeoff", "goto", "land")
+SAME_SUBGOAL_M = 1e-3
+
+
+@dataclass
+class PlannerConfig:
+    blocked_replan_s: float = 2.0
+    """Replan after the skill has reported 'blocked' this long."""
+    max_replans: int = 3
+    """Replans per step; then the step is abandoned (reported) and the plan goes on."""
+    pass_radius_m: float = 0.3
+    """An intermediate subgoal of a step counts as passed within this distance (no need to stop there);
+    the last one of a step must be 'reached' (within the skill's radius and slow)."""
+
+
+@dataclass
+class PlannerCore:
+    """Plan execution, without I/O: feed it tasks, positions and skill statuses; read the subgoal."""
+
+    planner: Any
+    """A planner with ``plan(task, start_position_w)`` and ``replan(plan, position_w, ...)`` (robot_hrl.planning)."""
+    floor_z: float = 0.0
+    config: PlannerConfig = field(default_factory=PlannerConfig)
+    plan: Any = None
+    step_index: int = 0
+    sub_index: int = 0
+    goals_reached: int = 0
+    goals_total: int = 0
+    goals_failed: list[str] = field(default_factory=list)
+    state: str = "idle"
+    error: str | None = None
+    task_text: str | None = None
+    position: np.ndarray | None = None
+    pending_task: Any = None
+    hover_until: float | None = None
+    blocked_since: float | None = None
+    replans: int = 0
+    plan_version: int = 0
+    events: list[str] = field(default_factory=list)
+
+    # ---- inputs -------------------------------------------------------------------------------
+    def on_position(self, position) -> None:
+        self.position = np.asarray(position, dtype=np.float64)
+
+    def on_task(self, task: Any, now: float) -> str | None:
+        """Plan ``task`` from the current position. Returns an error message (nothing changes) or None."""
+        if isinstance(task, str):
+            text = task.strip()
+            if not text:
+                return self._reject("the task is empty; e.g. `takeoff 1.0; goto red_box; land`")
+        elif isinstance(task, dict):
+            text = json.dumps(task)
+        else:
+            return self._reject(f"a task must be text or JSON, got {type(task).__name__}")
+        if self.position is None:
+            self.pending_task = text
+            self.state = "waiting_for_odom"
+            return None
+        try:
+            plan = self.planner.plan(text, self.position)
+        except PlanningError as exc:
+            return self._reject(str(exc))
+        except (ValueError, TypeError, KeyError) as exc:  # a planner bug must not stop the robot
+            return self._reject(f"the planner failed on this task: {type(exc).__name__}: {exc}")
+        self.task_text = text
+        self.error = None
+        self.goals_failed = []
+        self.goals_reached = 0
+        self.goals_total = len(plan.goals)
+        self._set_plan(plan)
+        self.events.append(f"planned {len(plan.steps)} steps, {len(plan.subgoals)} subgoals ({plan.planner})")
+        self._enter_step(now)
+        return None
+
+    def _reject(self, message: str) -> str:
+        self.error = message
+        self.state = "error"
+        self.events.append(f"task rejected: {message}")
+        return message
+
+    def _set_plan(self, plan) -> None:
+        self.plan = plan
+        self.plan_version += 1
+        self.step_index = 0
+        self.sub_index = 0
+        self.blocked_since = None
+        self.replans = 0
+
+    def poll_pending(self, now: float) -> str | None:
+        if self.pending_task is not None and self.position is not None:
+            task, self.pending_task = self.pending_task, None
+            return self.on_task(task, now)
+        return None
+
+    def on_skill_status(self, status: dict, now: float) -> None:
+        if self.plan is None or self.state == "error":
+            return
+        step = self.current_step
+        if step is None:
+            return
+        current = self.current_subgoal()
+        requested = status.get("requested")
+        same = (current is not None and requested is not None and len(requested) == 3
+                and float(np.max(np.abs(np.asarray(requested, dtype=np.float64) - current))) < SAME_SUBGOAL_M)
+        state = status.get("state")
+        if step.action == "land":
+            if state == "landed":
+                self._complete_step(now)
+            return
+        if not same:
+            return
+        last = self.sub_index + 1 >= len(step.subgoals)
+        distance = status.get("distance")
+        passed = (not last and step.action != "hover" and isinstance(distance, (int, float))
+                  and distance <= self.config.pass_radius_m)
+        if state == "reached" or passed:
+            self.blocked_since = None
+            if step.action == "hover":
+                return  # hover ends by time (update)
+            if self.sub_index + 1 < len(step.subgoals):
+                self.sub_index += 1
+            else:
+                self._complete_step(now)
+        elif state == "blocked":
+            if self.blocked_since is None:
+                self.blocked_since = now
+            elif now - self.blocked_since >= self.config.blocked_replan_s:
+                self._replan(now)
+        else:
+            self.blocked_since = None
+
+    def _replan(self, now: float) -> None:
+        self.blocked_since = None
+        step = self.current_step
+        if self.replans >= self.config.max_replans:
+            self.goals_failed.append(step.label)
+            self.events.append(f"gave up on {step.action} {step.label} after {self.replans} replans")
+            self._complete_step(now, reached=False)
+            return
+        index = sum(len(s.subgoals) for s in self.plan.steps[: self.step_index]) + self.sub_index
+        try:
+            new_plan = self.planner.replan(self.plan, self.position, subgoal_index=index)
+        except PlanningError as exc:
+            self.events.append(f"replan failed: {exc}")
+            self.replans += 1
+            return
+        replans = self.replans + 1
+        self._set_plan(new_plan)
+        self.replans = replans
+        self.events.append(f"replanned ({replans}) from {np.round(self.position, 2).tolist()}")
+        self._enter_step(now)
+
+    def _complete_step(self, now: float, reached: bool = True) -> None:
+        step = self.current_step
+        if reached and step.action in GOAL_ACTIONS:
+            self.goals_reached += 1
+        self.step_index += 1
+        self.sub_index = 0
+        self.replans = 0
+        self._enter_step(now)
+
+    def _enter_step(self, now: float) -> None:
+        step = self.current_step
+        self.hover_until = None
+        if step is None:
+            self.state = "done"
+            return
+        self.state = {"hover": "hovering", "land": "landing"}.get(step.action, "executing")
+        if step.action == "hover":
+            self.hover_until = now + float(step.duration_s or 0.0)
+
+    def update(self, now: float) -> None:
+        """Time-driven progress (hover steps)."""
+        if self.state == "hovering" and self.hover_until is not None and now >= self.hover_until:
+            self._complete_step(now)
+
+    # ---- outputs ------------------------------------------------------------------------------
+    @property
+    def current_step(self):
+        if self.plan is None or self.step_index >= len(self.plan.steps):
+            return None
+        return self.plan.steps[self.step_index]
+
+    def current_subgoal(self) -> np.ndarray | None:
+        """The subgoal to send now: None before any plan; the last one once done (the heartbeat goes on)."""
+        if self.plan is None or not self.plan.steps:
+            return None
+        step = self.current_step
+        if step is None:
+            step = self.plan.steps[-1]
+            return np.asarray(step.target if step.action == "land" else (step.subgoals or [step.target])[-1], float)
+        if step.action == "land":
+            target = np.asarray(step.target, dtype=np.float64).copy()
+            target[2] = self.floor_z  # a landing request: the skill node lands under it
+            return target
+        if step.action == "hover" or not step.subgoals:
+            return np.asarray(step.target, dtype=np.float64)
+        return np.asarray(step.subgoals[min(self.sub_index, len(step.subgoals) - 1)], dtype=np.float64)
+
+    def plan_points(self) -> list[np.ndarray]:
+        return [] if self.plan is None else [np.asarray(s, float) for s in self.plan.subgoals]
+
+    def status(self) -> dict[str, Any]:
+        step = self.current_step
+        sub = self.current_subgoal()
+        ends_landed = bool(self.plan is not None and self.plan.steps and self.plan.steps[-1].action == "land")
+        return {
+            "state": self.state, "goals_reached": self.goals_reached, "goals_total": self.goals_total,
+            "goals_failed": list(self.goals_failed),
+            "current_goal": None if step is None else f"{step.action} {step.label}",
+            "step": self.step_index, "steps": 0 if self.plan is None else len(self.plan.steps),
+            "subgoal": None if sub is None else [round(float(v), 4) for v in sub],
+            "planner": None if self.plan is None else self.plan.planner,
+            "fallback_reason": None if self.plan is None else self.plan.fallback_reason,
+            "ends_landed": ends_landed, "plan_version": self.plan_version, "error": self.error,
+            "task": self.task_text,
+        }
+
+
+def subgoal_radius_from_model(model_path: str) -> float:
+    """The subgoal radius written in the model's contract."""
+    from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract
+    from robot_hrl.nodes.resources import resolve_resource
+    from robot_hrl.runtime import read_model_metadata
+
+    meta = read_model_metadata(resolve_resource(model_path, "model file"))
+    return PolicyContract.from_json(meta.get(CONTRACT_METADATA_KEY)).subgoal_radius_m
+
+
+def make_planner(kind: str, world, subgoal_radius_m: float, llm_url: str, model: str, timeout_s: float):
+    try:
+        from robot_hrl.planning import make_planner as factory
+    except ImportError:
+        factory = None
+    if factory is not None:
+        return factory(kind, world, subgoal_radius_m, llm_url=llm_url, model=model or None, timeout_s=timeout_s)
+    if kind != "symbolic":
+        raise RobotHrlError(f"planner {kind!r} is not available in this install; use planner:=symbolic")
+    from robot_hrl.planning import SymbolicPlanner
+
+    return SymbolicPlanner(world, subgoal_radius_m)
+
+
+class PlannerNode:
+    """I/O wiring of :class:`PlannerCore`."""
+
+    def __init__(self, node, planner=None):
+        self.node = node
+        p = {name: node.declare_parameter(name, default) for name, default in (
+            ("robot", "crazyflie_2x"), ("world", "models/worlds/demo.yaml"), ("planner", "symbolic"),
+            ("model", "models/crazyflie_goto.onnx"), ("subgoal_radius_m", 0.0),
+            ("llm_url", "http://localhost:11434/v1"), ("llm_model", ""), ("llm_timeout_s", 30.0), ("task", ""),
+            ("subgoal_rate_hz", 5.0), ("blocked_replan_s", 2.0), ("max_replans", 3), ("frame_id", "map"),
+        )}
+        self.p = p
+        from robot_hrl.errors import ConfigError
+        from robot_hrl.nodes.resources import resolve_resource
+        from robot_hrl.world import load_world
+
+        if p["planner"] not in ("symbolic", "llm", "vlm"):
+            raise ConfigError(f"planner_node: planner={p['planner']!r}; choose symbolic, llm or vlm")
+        if not float(p["subgoal_rate_hz"]) > 0:
+            raise ConfigError(f"planner_node: subgoal_rate_hz={p['subgoal_rate_hz']!r} must be > 0")
+        self.world = load_world(resolve_resource(p["world"], "world file"))
+        radius = float(p["subgoal_radius_m"]) or subgoal_radius_from_model(str(p["model"]))
+        if planner is None:
+            planner = make_planner(str(p["planner"]), self.world, radius, str(p["llm_url"]), str(p["llm_model"]),
+                                   float(p["llm_timeout_s"]))
+        self.core = PlannerCore(planner, floor_z=float(self.world.bounds.min[2]),
+                                config=PlannerConfig(float(p["blocked_replan_s"]), int(p["max_replans"])))
+        self.frame_id = str(p["frame_id"])
+        self.plan_pub = node.create_publisher(Path, "/plan", LATCHED_QOS)
+        from robot_hrl.msgs import PoseStamped
+
+        self.subgoal_pub = node.create_publisher(PoseStamped, "/subgoal", COMMAND_QOS)
+        self.status_pub = node.create_publisher(String, "/planner/status", LATCHED_QOS)
+        self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
+        node.create_subscription(String, "/task", self._on_task, LATCHED_QOS)
+        node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS)
+        node.create_subscription(String, "/skill/status", self._on_skill_status, COMMAND_QOS)
+        self.timer = node.create_timer(1.0 / float(p["subgoal_rate_hz"]), self._tick)
+        self._published_version = -1
+        self._last_status: str | None = None
+        self.tasks_rejected = 0
+        initial = p["task"]
+        if isinstance(initial, dict) or (isinstance(initial, str) and initial.strip()):
+            self._handle_task(initial)
+        self._publish_status()
+
+    # ---- callbacks ----------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.node.now()
+
+    def _on_task(self, msg: String) -> None:
+        self._handle_task(msg.data)
+
+    def _handle_task(self, task) -> None:
+        self.node.get_logger().info(f"task: {str(task)[:200]}")
+        error = self.core.on_task(task, self._now())
+        self._after_task(task, error)
+
+    def _after_task(self, task, error: str | None) -> None:
+        if error is not None:
+            self.tasks_rejected += 1
+            self.node.get_logger().error(f"task rejected: {error}")
+            keep = self.core.current_subgoal()
+            self._publish_diag(ERROR, f"task rejected: {error}", {
+                "task": str(task)[:500], "action": "kept the current subgoal" if keep is not None else "no flight",
+                "tasks_rejected": self.tasks_rejected})
+        elif self.core.plan is not None:
+            self._publish_plan()
+        self._publish_status()
+        self._send_subgoal()
+
+    def _on_odom(self, msg: Odometry) -> None:
+        p = msg.pose.pose.position
+        pos = (p.x, p.y, p.z)
+        if all(np.isfinite(pos)):
+            self.core.on_position(pos)
+        if self.core.pending_task is not None:
+            error = self.core.poll_pending(self._now())
+            self._after_task(self.core.task_text, error)
+
+    def _on_skill_status(self, msg: String) -> None:
+        try:
+            status = json.loads(msg.data)
+        except ValueError:
+            return
+        if not isinstance(status, dict):
+            return
+        before = (self.core.step_index, self.core.sub_index, self.core.plan_version)
+        self.core.on_skill_status(status, self._now())
+        if (self.core.step_index, self.core.sub_index, self.core.plan_version) != before:
+            if self.core.plan_version != self._published_version:
+                self._publish_plan()
+            self._send_subgoal()
+            self._publish_status()
+
+    def _tick(self) -> None:
+        self.core.update(self._now())
+        self._send_subgoal()
+        self._publish_status()
+
+    # ---- outputs ------------------------------------------------------------------------------
+    def _send_subgoal(self) -> None:
+        sub = self.core.current_subgoal()
+        if sub is not None:
+            self.subgoal_pub.publish(pose_stamped(sub, self._now(), self.frame_id))
+
+    def _publish_plan(self) -> None:
+        now = self._now()
+        from robot_hrl.msgs import header
+
+        msg = Path(header=header(now, self.frame_id), poses=[pose_stamped(s, now, self.frame_id)
+                                                             for s in self.core.plan_points()])
+        self.plan_pub.publish(msg)
+        self._published_version = self.core.plan_version
+        plan = self.core.plan
+        self._publish_diag(OK if plan.fallback_reason is None else WARN, f"plan: {len(plan.steps)} steps", {
+            "planner": plan.planner, "goals": self.core.goals_total, "subgoals": len(plan.subgoals),
+            "fallback_reason": plan.fallback_reason or "", "task": self.core.task_text or ""})
+
+    def _publish_status(self) -> None:
+        status = self.core.status()
+        text = json.dumps(status, default=str)
+        if text != self._last_status:
+            self._last_status = text
+            self.status_pub.publish(String(data=text))
+            for event in self.core.events:
+                self.node.get_logger().info(event)
+            self.core.events.clear()
+
+    def _publish_diag(self, level: int, message: str, values: dict) -> None:
+        self.diag_pub.publish(diag_array(self._now(), [diag_status("planner_node: task", level, message, values)]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main("planner_node", PlannerNode, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,428 @@
+"""The skill node: the policy at a fixed rate, every command through the shield.
+
+Topics (relative to the node's namespace):
+
+- in  ``/odom`` nav_msgs/Odometry (best effort): the state; its twist is in the body frame.
+- in  ``/subgoal`` geometry_msgs/PoseStamped (reliable): where to go (world ENU, m). It passes
+  the shield's subgoal unit first (finite, inside the fence, outside obstacles, within the
+  contract's subgoal radius). A subgoal on the floor (z at or below the world's floor plus
+  ``land_request_m``) asks for a landing under it. Subgoals must keep arriving (the planner
+  re-sends them): when they stop, the watchdog holds, then lands.
+- in  ``/estop`` std_msgs/Bool (latched): ``true`` latches the emergency stop (motors off),
+  ``false`` releases it.
+- out ``/cmd_wrench`` geometry_msgs/WrenchStamped, frame ``base_link``: ``wrench.force.z`` is the
+  collective thrust (N), ``wrench.torque`` the body torques (N m); x/y forces are zero. This is
+  crazyflie-firmware's ``controlModeForceTorque`` command; simulators apply the firmware mixer.
+- out ``/skill/status`` std_msgs/String JSON: ``state`` (waiting, idle, tracking, reached,
+  blocked, holding, landing, landed, estop), ``requested`` and ``subgoal`` (after the shield),
+  ``distance`` to the requested subgoal, ``speed``, the shield ``mode`` and its ``reason``.
+- out ``/diagnostics``: one status per shield unit (interventions by constraint), the shield
+  summary (mode, interventions by unit) and the deadline monitor (tick p50/p99, misses).
+
+Timing: without ``use_sim_time`` a fixed-rate loop at the contract's rate (absolute deadlines,
+missed deadlines counted). With ``use_sim_time`` one tick per control period of ``/clock``,
+so the node follows a simulator running faster than real time.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from robot_hrl.errors import ConfigError
+from robot_hrl.msgs import Bool, Clock, DiagnosticArray, Odometry, PoseStamped, String, WrenchStamped
+from robot_hrl.msgs import header, seconds_from_time, state_from_odometry
+from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, json_string, position_of, run_main
+from robot_hrl.nodes.deadline import DeadlineMonitor
+from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+
+
+@dataclass
+class SkillConfig:
+    reached_radius_m: float = 0.15
+    """A subgoal is reached within this distance..."""
+    reached_speed_mps: float = 0.3
+    """...and below this speed."""
+    blocked_after_s: float = 3.0
+    """'blocked': no progress towards the requested subgoal for this long while not reached."""
+    progress_m: float = 0.05
+    """Progress smaller than this does not count."""
+    land_request_m: float = 0.05
+    """A subgoal this close above the floor (or below it) is a landing request."""
+
+
+@dataclass
+class TickOutput:
+    wrench: np.ndarray
+    mode: str
+    status: dict[str, Any]
+    interventions: list
+
+
+class SkillCore:
+    """Policy, then shield, once per tick; no I/O. Thread-safe inputs (callbacks may run elsewhere)."""
+
+    def __init__(self, policy, shield, world, config: SkillConfig | None = None):
+        self.policy = policy
+        self.shield = shield
+        self.world = world
+        self.config = config or SkillConfig()
+        self.floor_z = float(world.bounds.min[2])
+        self._lock = threading.Lock()
+        self.state = None
+        self.state_received_s: float | None = None
+        self.requested: np.ndarray | None = None
+        self.safe_subgoal: np.ndarray | None = None
+        self.subgoal_received_s: float | None = None
+        self.subgoals_received = 0
+        self.subgoals_rejected = 0
+        self.land_requested = False
+        self.odom_errors = 0
+        self.last_odom_error = ""
+        self._best_distance = math.inf
+        self._progress_at: float | None = None
+        self.interventions: dict[str, int] = {}
+        self.last_mode = "idle"
+        self.last_reason = ""
+        self.last_status: dict[str, Any] = {"state": "waiting"}
+        self.engaged = False
+        """A subgoal has arrived since start (or since landing): the policy flies."""
+
+    # ---- inputs -------------------------------------------------------------------------------
+    def on_state(self, state, now: float) -> None:
+        with self._lock:
+            self.state = state
+            self.state_received_s = now
+
+    def on_bad_odometry(self, error: str) -> None:
+        with self._lock:
+            self.odom_errors += 1
+            self.last_odom_error = error
+
+    def on_subgoal(self, position, now: float) -> list:
+        """Pass a requested subgoal through the shield's subgoal unit; returns its interventions."""
+        p = np.asarray(position, dtype=np.float64)
+        with self._lock:
+            current = None if self.state is None else np.asarray(self.state.position_w, dtype=np.float64)
+            self.subgoals_received += 1
+            land = bool(np.all(np.isfinite(p)) and p[2] <= self.floor_z + self.config.land_request_m)
+            if land:
+                # A landing request: the shield's backup lands under the requested point.
+                safe, interventions = self._filter_subgoal(np.array([p[0], p[1], self.floor_z + 0.5]), current, now)
+                if safe is not None:
+                    safe = np.array([safe[0], safe[1], p[2]])
+            else:
+                safe, interventions = self._filter_subgoal(p, current, now)
+            self._count(interventions)
+            if safe is None:
+                self.subgoals_rejected += 1
+                return interventions  # rejected: the last safe subgoal stays, and goes stale in time
+            if self.requested is None or not np.array_equal(p, self.requested):
+                self._best_distance = math.inf
+                self._progress_at = now
+            self.requested = p
+            self.safe_subgoal = np.asarray(safe, dtype=np.float64)
+            self.subgoal_received_s = now
+            self.land_requested = land
+            if not land:
+                self.engaged = True
+            return interventions
+
+    def _filter_subgoal(self, p, current, now):
+        safe, interventions = self.shield.filter_subgoal(p, current, now)
+        return (None if safe is None else np.asarray(safe, dtype=np.float64)), list(interventions or [])
+
+    def _count(self, interventions) -> None:
+        for item in interventions or []:
+            unit = getattr(item, "unit", None) or (item.get("unit") if isinstance(item, dict) else "shield")
+            self.interventions[unit] = self.interventions.get(unit, 0) + 1
+
+    def estop(self, latch: bool, now: float) -> None:
+        with self._lock:
+            if latch:
+                self.shield.estop()
+            else:
+                self.shield.reset_estop()
+
+    # ---- the tick -----------------------------------------------------------------------------
+    def tick(self, now: float, last_inference_s: float = 0.0) -> TickOutput:
+        with self._lock:
+            state, subgoal = self.state, self.safe_subgoal
+            state_stamp = None if state is None else self.state_received_s
+            subgoal_stamp = self.subgoal_received_s
+            land = self.land_requested
+            engaged = self.engaged
+        if not engaged and not self.shield_latched():
+            # Nothing asked of us yet (on the ground, motors off): idle; the shield has nothing to guard.
+            out = TickOutput(np.zeros(4), "idle", {}, [])
+            out.status = self._status("waiting" if state is None else "idle", state, "idle", "", now)
+            return out
+        actions = None
+        t0 = time.perf_counter()
+        if state is not None and subgoal is not None and not land:
+            try:
+                actions = self.policy.step(state, subgoal)
+            except Exception as exc:  # noqa: BLE001 - an observation error: the shield gets no command
+                self.last_reason = f"policy: {exc}"
+                actions = None
+        inference_s = time.perf_counter() - t0
+        result = self.shield_step(now, state, state_stamp, subgoal, subgoal_stamp, actions, inference_s, land)
+        wrench, mode, interventions = result
+        self._count(interventions)
+        self.last_mode = mode
+        status_state = self._state_of(mode, state, now, land)
+        return TickOutput(np.asarray(wrench, dtype=np.float64), mode, self._status(status_state, state, mode,
+                                                                                  self.last_reason, now),
+                          interventions)
+
+    # The shield adapter: one place that knows the shield's call signature.
+    def shield_step(self, now, state, state_stamp, subgoal, subgoal_stamp, actions, inference_s, land):
+        from robot_hrl.safety import ShieldInput
+
+        inp = ShieldInput(now=now, state=state, state_stamp_s=state_stamp, subgoal=subgoal,
+                          subgoal_stamp_s=subgoal_stamp, actions=actions, inference_s=inference_s, land=land)
+        out = self.shield.step(inp)
+        self.last_reason = getattr(out, "reason", "") or ""
+        return out.wrench, str(out.mode), list(out.interventions or [])
+
+    def shield_latched(self) -> bool:
+        return bool(getattr(self.shield, "estop_latched", False))
+
+    def _state_of(self, mode: str, state, now: float, land: bool) -> str:
+        mode_l = mode.lower()
+        if "estop" in mode_l or "emergency" in mode_l:
+            return "estop"
+        if "motors_off" in mode_l or "landed" in mode_l or "off" == mode_l:
+            return "landed"
+        if "land" in mode_l:
+            return "landing"
+        if "hold" in mode_l or "backup" in mode_l:
+            return "holding"
+        if state is None or self.requested is None:
+            return "idle"
+        d = float(np.linalg.norm(np.asarray(state.position_w) - self.requested))
+        speed = float(np.linalg.norm(state.linear_velocity_w))
+        if d <= self.config.reached_radius_m and speed <= self.config.reached_speed_mps:
+            self._progress_at = now
+            return "reached"
+        if d < self._best_distance - self.config.progress_m:
+            self._best_distance = d
+            self._progress_at = now
+        if self._progress_at is not None and now - self._progress_at >= self.config.blocked_after_s:
+            return "blocked"
+        return "tracking"
+
+    def _status(self, status_state: str, state, mode: str, reason: str, now: float) -> dict[str, Any]:
+        distance = speed = None
+        if state is not None and self.requested is not None and np.all(np.isfinite(self.requested)):
+            distance = round(float(np.linalg.norm(np.asarray(state.position_w) - self.requested)), 4)
+        if state is not None:
+            speed = round(float(np.linalg.norm(state.linear_velocity_w)), 4)
+        s = {
+            "state": status_state, "t": round(now, 4), "mode": mode, "reason": reason,
+            "requested": None if self.requested is None else [float(v) for v in self.requested],
+            "subgoal": None if self.safe_subgoal is None else [round(float(v), 4) for v in self.safe_subgoal],
+            "distance": distance, "speed": speed,
+            "position": None if state is None else [round(float(v), 4) for v in state.position_w],
+        }
+        self.last_status = s
+        return s
+
+
+def wrench_msg(wrench: np.ndarray, stamp_s: float) -> WrenchStamped:
+    msg = WrenchStamped(header=header(stamp_s, "base_link"))
+    msg.wrench.force.z = float(wrench[0])
+    msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (float(v) for v in wrench[1:4])
+    return msg
+
+
+class SkillNode:
+    """I/O wiring of :class:`SkillCore`: subscriptions, the fixed-rate loop, publishers."""
+
+    def __init__(self, node, policy=None, shield=None):
+        self.node = node
+        p = {name: node.declare_parameter(name, default) for name, default in (
+            ("robot", "crazyflie_2x"), ("world", "models/worlds/demo.yaml"), ("model", "models/crazyflie_goto.onnx"),
+            ("provider", "auto"), ("control_rate_hz", 0.0), ("shield_config", ""), ("reached_radius_m", 0.15),
+            ("reached_speed_mps", 0.3), ("blocked_after_s", 3.0), ("status_rate_hz", 10.0),
+            ("diagnostics_rate_hz", 2.0), ("use_sim_time", False),
+        )}
+        self.p = p
+        from robot_hrl.nodes.resources import resolve_resource
+        from robot_hrl.robots import get_robot
+        from robot_hrl.world import load_world
+
+        for key in ("status_rate_hz", "diagnostics_rate_hz"):
+            if not float(p[key]) > 0:
+                raise ConfigError(f"skill_node: {key}={p[key]!r} must be > 0")
+        if float(p["control_rate_hz"]) < 0:
+            raise ConfigError(f"skill_node: control_rate_hz={p['control_rate_hz']!r} must be >= 0 (0 = the contract's)")
+        try:
+            robot = get_robot(str(p["robot"]))
+        except KeyError as exc:
+            raise ConfigError(str(exc)) from None
+        self.world = load_world(resolve_resource(p["world"], "world file"))
+        if policy is None:
+            from robot_hrl.runtime import OnnxPolicy
+
+            rate = float(p["control_rate_hz"]) or None
+            policy = OnnxPolicy(resolve_resource(p["model"], "model file"), robot, provider=str(p["provider"]),
+                                control_rate_hz=rate)
+        self.policy = policy
+        self.rate_hz = float(p["control_rate_hz"]) or float(policy.contract.control_rate_hz)
+        self.period_s = 1.0 / self.rate_hz
+        if shield is None:
+            from robot_hrl.safety import Shield
+
+            path = str(p["shield_config"]).strip()
+            shield = Shield.from_yaml(resolve_resource(path, "shield config") if path else None, robot, self.world,
+                                      policy.contract.subgoal_radius_m)
+        self.shield = shield
+        self.core = SkillCore(policy, shield, self.world,
+                              SkillConfig(float(p["reached_radius_m"]), float(p["reached_speed_mps"]),
+                                          float(p["blocked_after_s"])))
+        self.deadline = DeadlineMonitor(self.period_s)
+        self.use_sim_time = bool(p["use_sim_time"])
+        self.cmd_pub = node.create_publisher(WrenchStamped, "/cmd_wrench", COMMAND_QOS)
+        self.status_pub = node.create_publisher(String, "/skill/status", COMMAND_QOS)
+        self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
+        node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS)
+        node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, COMMAND_QOS)
+        node.create_subscription(Bool, "/estop", self._on_estop, LATCHED_QOS)
+        self._next_tick_s: float | None = None
+        self._next_status_s = 0.0
+        self._next_diag_s = 0.0
+        self._last_state_name = None
+        self._subgoal_reports: list[str] = []
+        if self.use_sim_time:
+            # Created after /odom: on a wake-up the odometry of the period is taken before its clock.
+            node.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS)
+        self.timer = None
+        self.ticks = 0
+
+    # ---- callbacks ----------------------------------------------------------------------------
+    def _on_odom(self, msg: Odometry) -> None:
+        try:
+            state = state_from_odometry(msg)
+        except Exception as exc:  # noqa: BLE001 - a bad estimate is counted, and goes stale
+            self.core.on_bad_odometry(str(exc))
+            return
+        self.core.on_state(state, self.node.now())
+
+    def _on_subgoal(self, msg: PoseStamped) -> None:
+        interventions = self.core.on_subgoal(position_of(msg), self.node.now())
+        for item in interventions:
+            text = repr(item)
+            self.node.get_logger().warning(f"subgoal shielded: {text}")
+            self._subgoal_reports.append(text)
+        del self._subgoal_reports[:-5]
+
+    def _on_estop(self, msg: Bool) -> None:
+        self.core.estop(bool(msg.data), self.node.now())
+        self.node.get_logger().error("emergency stop " + ("LATCHED" if msg.data else "released"))
+        self.publish_diagnostics(self.node.now())
+
+    def _on_clock(self, msg: Clock) -> None:
+        now = seconds_from_time(msg.clock)
+        if self._next_tick_s is None or now < self._next_tick_s - 1.0:  # first tick, or the clock restarted
+            self._next_tick_s = now
+        if now + 1e-6 >= self._next_tick_s:
+            skipped = max(0, int(math.floor((now - self._next_tick_s) / self.period_s + 1e-6)))
+            self._next_tick_s += (skipped + 1) * self.period_s
+            self.tick(now, late_s=0.0, skipped=0)
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def tick(self, now: float, late_s: float = 0.0, skipped: int = 0) -> None:
+        t0 = time.perf_counter()
+        out = self.core.tick(now)
+        self.cmd_pub.publish(wrench_msg(out.wrench, now))
+        duration = time.perf_counter() - t0
+        self.deadline.record(duration, late_s, skipped)
+        self.ticks += 1
+        state_name = out.status.get("state")
+        if now >= self._next_status_s or state_name != self._last_state_name:
+            self._next_status_s = now + 1.0 / float(self.p["status_rate_hz"])
+            self.status_pub.publish(json_string(out.status))
+            if state_name != self._last_state_name:
+                self.node.get_logger().info(f"state {self._last_state_name} -> {state_name} "
+                                            f"(mode {out.mode}{': ' + self.core.last_reason if self.core.last_reason else ''})")
+                self._last_state_name = state_name
+        if now >= self._next_diag_s or out.interventions and now >= self._next_diag_s - 0.4:
+            self._next_diag_s = now + 1.0 / float(self.p["diagnostics_rate_hz"])
+            self.publish_diagnostics(now)
+
+    def publish_diagnostics(self, now: float) -> None:
+        statuses = []
+        try:
+            unit_diags = list(self.shield.diagnostics())
+        except Exception as exc:  # noqa: BLE001
+            unit_diags = [{"name": "shield", "level": ERROR, "message": f"diagnostics failed: {exc}", "values": {}}]
+        for d in unit_diags:
+            statuses.append(diag_status(f"skill_node: {d.get('name', 'shield')}", int(d.get("level", OK)),
+                                        str(d.get("message", "")), dict(d.get("values", {})),
+                                        hardware_id=str(d.get("hardware_id", ""))))
+        core = self.core
+        level = OK
+        mode = core.last_mode
+        if mode not in ("nominal", "idle", "policy"):
+            level = WARN
+        if core.last_status.get("state") in ("estop",):
+            level = ERROR
+        values = {"mode": mode, "state": core.last_status.get("state"), "reason": core.last_reason,
+                  "subgoals_received": core.subgoals_received, "subgoals_rejected": core.subgoals_rejected,
+                  "odometry_errors": core.odom_errors}
+        if core.last_odom_error:
+            values["last_odometry_error"] = core.last_odom_error
+        if self._subgoal_reports:
+            values["last_subgoal_intervention"] = self._subgoal_reports[-1]
+        for unit, n in core.interventions.items():
+            values[f"interventions.{unit}"] = n
+        statuses.append(diag_status("skill_node: shield", level, f"mode {mode}"
+                                    + (f" ({core.last_reason})" if core.last_reason else ""), values))
+        stats = self.deadline.stats()
+        d_level = OK if stats["misses"] == 0 else WARN
+        statuses.append(diag_status("skill_node: deadline", d_level,
+                                    f"{stats['misses']} missed deadline(s) in {stats['ticks']} ticks at "
+                                    f"{self.rate_hz:g} Hz", stats))
+        self.diag_pub.publish(diag_array(now, statuses))
+
+    def run(self, stop: threading.Event) -> None:
+        if self.use_sim_time:
+            self.node.spin(until=stop.is_set)  # ticks come from /clock
+            return
+        # Real time: an absolute-deadline loop in this thread, callbacks in a spinner thread.
+        spinner = threading.Thread(target=self.node.spin, kwargs={"until": stop.is_set}, daemon=True)
+        spinner.start()
+        t0 = time.perf_counter()
+        k = 0
+        while not stop.is_set():
+            due = t0 + k * self.period_s
+            delay = due - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            start = time.perf_counter()
+            late = start - due
+            skipped = int(late // self.period_s) if late > self.period_s else 0
+            k += 1 + skipped
+            self.tick(self.node.now(), late_s=min(late, self.period_s), skipped=skipped)
+        spinner.join(timeout=1.0)
+
+    def close(self) -> None:
+        try:
+            self.publish_diagnostics(self.node.now())
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main("skill_node", SkillNode, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
