@@ -1,0 +1,224 @@
+"""C99 for the policy contract onboard: the observation from the firmware's own structures, and
+the mapping from normalized actions to the firmware's control output.
+
+Units and frames of the crazyflie-firmware structures (src/modules/interface/stabilizer_types.h,
+bitcraze/crazyflie-firmware; the comments there give the units):
+
+=====================================  ==========================================================
+firmware field                          contract quantity
+=====================================  ==========================================================
+``state->position`` (m, world)          position_w. The estimator's world frame is right-handed,
+                                        z up (ENU-compatible; x/y are set by the positioning system).
+``state->velocity`` (m/s, world)        linear_velocity_w (the Kalman estimator publishes it rotated
+                                        to the world frame).
+``state->attitudeQuaternion``           quat_wxyz, body-to-world. Read through the named fields
+                                        ``.w .x .y .z``: the union aliases q0..q3 to x, y, z, w, so
+                                        q0 is *x*, not w.
+``state->attitude`` (DEGREES)           not used: Euler angles in the legacy CF2 convention with the
+                                        pitch sign inverted. The quaternion has neither trap.
+``sensors->gyro`` (deg/s, body)         angular_velocity_b in rad/s: multiplied by pi/180.
+``setpoint->position`` (m, world)       the subgoal, used when ``setpoint->mode.x/y/z == modeAbs``
+                                        (the high-level commander and position setpoints).
+``control->thrustSi`` (N)               collective thrust, ``controlModeForceTorque``.
+``control->torqueX/Y/Z`` (N m)          body torques (FLU), ``controlModeForceTorque``.
+=====================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from robot_hrl.contract import PolicyContract
+
+from deploy.crazyflie.c_model import c_float
+from deploy.crazyflie.errors import CodegenError
+
+DEG_TO_RAD = math.pi / 180.0
+
+
+@dataclass(frozen=True)
+class CTerm:
+    """How one observation term is read from the firmware structures."""
+
+    expressions: tuple[str, ...]
+    source: str
+    """Comment placed above the term: where each value comes from, in which unit."""
+    needs_rotation: bool = False
+
+
+def _c_terms(action_size: int) -> dict[str, CTerm]:
+    return {
+        "subgoal_error_w": CTerm(
+            ("setpoint->position.x - state->position.x", "setpoint->position.y - state->position.y",
+             "setpoint->position.z - state->position.z"),
+            "setpoint_t.position (m, world) - state_t.position (m, world)"),
+        "rotation_matrix_wb": CTerm(
+            tuple(f"r[{k}]" for k in range(9)),
+            "body-to-world rotation matrix, row-major, from state_t.attitudeQuaternion (.w .x .y .z), normalized",
+            needs_rotation=True),
+        "linear_velocity_w": CTerm(
+            ("state->velocity.x", "state->velocity.y", "state->velocity.z"),
+            "state_t.velocity (m/s, world)"),
+        "angular_velocity_b": CTerm(
+            ("sensors->gyro.x * POLICY_DEG_TO_RAD", "sensors->gyro.y * POLICY_DEG_TO_RAD",
+             "sensors->gyro.z * POLICY_DEG_TO_RAD"),
+            "sensorData_t.gyro (deg/s, body) * pi/180 -> rad/s"),
+        "last_action": CTerm(
+            tuple(f"last_action[{k}]" for k in range(action_size)),
+            "the policy's previous normalized output, kept by the controller"),
+    }
+
+
+C_OBSERVATION_TERMS: tuple[str, ...] = tuple(_c_terms(4))
+"""Observation terms the C code generator can build onboard."""
+
+ACTION_FIELDS: dict[str, tuple[str, str]] = {
+    "collective_thrust": ("thrustSi", "N"),
+    "torque_x": ("torqueX", "N m"),
+    "torque_y": ("torqueY", "N m"),
+    "torque_z": ("torqueZ", "N m"),
+}
+"""Contract action term -> (control_t field in controlModeForceTorque, unit it must be in)."""
+
+_ROTATION = """  /* Body-to-world rotation from the estimator's quaternion. Named fields only: the firmware's
+   * union aliases q0..q3 to x, y, z, w. Normalized here; a zero or NaN quaternion stays non-finite. */
+  const float qw0 = state->attitudeQuaternion.w, qx0 = state->attitudeQuaternion.x;
+  const float qy0 = state->attitudeQuaternion.y, qz0 = state->attitudeQuaternion.z;
+  const float qn = 1.0f / sqrtf(qw0 * qw0 + qx0 * qx0 + qy0 * qy0 + qz0 * qz0);
+  const float qw = qw0 * qn, qx = qx0 * qn, qy = qy0 * qn, qz = qz0 * qn;
+  const float r[9] = {
+    1.0f - 2.0f * (qy * qy + qz * qz), 2.0f * (qx * qy - qw * qz), 2.0f * (qx * qz + qw * qy),
+    2.0f * (qx * qy + qw * qz), 1.0f - 2.0f * (qx * qx + qz * qz), 2.0f * (qy * qz - qw * qx),
+    2.0f * (qx * qz - qw * qy), 2.0f * (qy * qz + qw * qx), 1.0f - 2.0f * (qx * qx + qy * qy),
+  };
+"""
+
+
+def check_contract(contract: PolicyContract) -> None:
+    """Refuse, with a clear error, a contract the onboard code cannot honour."""
+    terms = _c_terms(contract.action_size)
+    for term in contract.observations:
+        if term.name not in terms:
+            raise CodegenError(
+                f"observation term {term.name!r} has no onboard (C) implementation; the C code generator knows "
+                f"{sorted(terms)}. Add it to deploy/crazyflie/c_contract.py")
+        if len(terms[term.name].expressions) != term.size:
+            raise CodegenError(f"observation term {term.name!r} has size {term.size} in the contract, the onboard "
+                               f"implementation gives {len(terms[term.name].expressions)}")
+    spec = contract.action
+    if spec.firmware_control_mode != "controlModeForceTorque":
+        raise CodegenError(f"the contract's firmware control mode is {spec.firmware_control_mode!r}; the C code "
+                           "generator implements controlModeForceTorque only")
+    names = [t.name for t in spec.terms]
+    if sorted(names) != sorted(ACTION_FIELDS):
+        raise CodegenError(f"action terms {names} do not map onto controlModeForceTorque; expected "
+                           f"{list(ACTION_FIELDS)} (thrustSi, torqueX, torqueY, torqueZ)")
+    for t in spec.terms:
+        unit = ACTION_FIELDS[t.name][1]
+        if t.units != unit:
+            raise CodegenError(f"action term {t.name!r} is in {t.units!r}; control_t.{ACTION_FIELDS[t.name][0]} "
+                               f"takes {unit!r}")
+        if not (math.isfinite(t.low) and math.isfinite(t.high) and t.low < t.high):
+            raise CodegenError(f"action term {t.name!r} has range [{t.low}, {t.high}]; it needs finite low < high")
+    rate = contract.control_rate_hz
+    if not (rate > 0 and abs(1000.0 / rate - round(1000.0 / rate)) < 1e-9 and round(1000.0 / rate) >= 1):
+        raise CodegenError(f"control rate {rate} Hz does not divide the firmware's 1000 Hz stabilizer loop "
+                           "(RATE_DO_EXECUTE needs 1000 / rate to be an integer: 1000, 500, 250, 100, 50 ... Hz)")
+
+
+def generate_contract_c(contract: PolicyContract, banner: str) -> tuple[str, str]:
+    """(policy_io.h, policy_io.c): observation construction and action mapping."""
+    check_contract(contract)
+    terms = _c_terms(contract.action_size)
+    n_obs, n_act = contract.observation_size, contract.action_size
+    rate = int(round(contract.control_rate_hz))
+    spec = contract.action
+
+    h = f"""{banner}
+#ifndef POLICY_IO_H
+#define POLICY_IO_H
+
+#include <stdbool.h>
+
+#include "stabilizer_types.h"
+
+#define POLICY_OBS_SIZE {n_obs}
+#define POLICY_ACTION_SIZE {n_act}
+/* The contract's control rate; RATE_DO_EXECUTE(POLICY_RATE_HZ, tick) on the 1 kHz stabilizer loop. */
+#define POLICY_RATE_HZ {rate}
+#define POLICY_DEG_TO_RAD {c_float(DEG_TO_RAD)}
+
+/* The contract's observation (skill '{contract.skill}', robot '{contract.robot.name}') from the firmware's
+ * structures, each term clipped to its range. Returns false when any value is NaN or inf. */
+bool policyBuildObservation(const state_t *state, const sensorData_t *sensors, const setpoint_t *setpoint,
+                            const float last_action[POLICY_ACTION_SIZE], float obs[POLICY_OBS_SIZE]);
+
+/* Normalized actions (clamped to [-1, 1]) -> control_t in controlModeForceTorque: thrustSi (N),
+ * torqueX/Y/Z (N m), each clamped to the contract's [low, high]. */
+void policyActionsToControl(const float actions[POLICY_ACTION_SIZE], control_t *control);
+
+/* True when every value is finite. */
+bool policyAllFinite(const float *values, int n);
+
+#endif /* POLICY_IO_H */
+"""
+    body: list[str] = []
+    if any(terms[t.name].needs_rotation for t in contract.observations):
+        body.append(_ROTATION)
+    offset = 0
+    for term in contract.observations:
+        ct = terms[term.name]
+        lo, hi = c_float(term.clip[0]), c_float(term.clip[1])
+        body.append(f"  /* [{offset}:{offset + term.size}] {term.name} ({term.units}, {term.frame}): {ct.source};"
+                    f" clip [{term.clip[0]:g}, {term.clip[1]:g}] */")
+        for k, expr in enumerate(ct.expressions):
+            body.append(f"  obs[{offset + k}] = policy_clip({expr}, {lo}, {hi});")
+        offset += term.size
+    map_lines = []
+    for k, t in enumerate(spec.terms):
+        field, unit = ACTION_FIELDS[t.name]
+        low, high = c_float(t.low), c_float(t.high)
+        map_lines.append(f"  /* {t.name}: a in [-1, 1] -> [{t.low:.6g}, {t.high:.6g}] {unit} */")
+        half = c_float((t.high - t.low) / 2.0)
+        map_lines.append(f"  control->{field} = policy_clip({low} + (policy_clip(actions[{k}], -1.0f, 1.0f) + 1.0f) * {half}, "
+                         f"{low}, {high});")
+    c = f"""{banner}
+#include <math.h>
+#include <stdbool.h>
+
+#include "policy_io.h"
+
+/* NaN passes through (both comparisons are false), so the finiteness check below still sees it. */
+static inline float policy_clip(float v, float lo, float hi)
+{{
+  return v < lo ? lo : (v > hi ? hi : v);
+}}
+
+bool policyAllFinite(const float *values, int n)
+{{
+  for (int i = 0; i < n; ++i) {{
+    if (!isfinite(values[i])) {{
+      return false;
+    }}
+  }}
+  return true;
+}}
+
+bool policyBuildObservation(const state_t *state, const sensorData_t *sensors, const setpoint_t *setpoint,
+                            const float last_action[POLICY_ACTION_SIZE], float obs[POLICY_OBS_SIZE])
+{{
+  (void)sensors;
+  (void)setpoint;
+  (void)last_action;
+{chr(10).join(body)}
+  return policyAllFinite(obs, POLICY_OBS_SIZE);
+}}
+
+void policyActionsToControl(const float actions[POLICY_ACTION_SIZE], control_t *control)
+{{
+  control->controlMode = controlModeForceTorque;
+{chr(10).join(map_lines)}
+}}
+"""
+    return h, c

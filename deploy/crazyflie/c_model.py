@@ -1,0 +1,195 @@
+"""C99 for the policy network: weights as ``static const float`` arrays and the forward pass.
+
+No heap, no libraries beyond ``math.h`` (expf, tanhf). Intermediate rows live in a few static
+scratch buffers (``.bss``), reused once a value is dead, so RAM is the widest layer or two,
+not the sum of all layers. Every step carries the name of the ONNX node it came from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deploy.crazyflie.errors import CodegenError
+from deploy.crazyflie.graph import Activation, Clamp, ConstOp, Dense, LoweredModel, VarOp
+
+PREFIX = "policy"
+"""Prefix of every generated C symbol (``policy_forward``, ``policy_w0`` ...)."""
+
+
+def c_float(value: float) -> str:
+    """A float32 C literal that round-trips exactly (9 significant digits)."""
+    v = np.float32(value)
+    if not np.isfinite(v):
+        raise CodegenError(f"the model holds a non-finite constant ({value}); it cannot be compiled, retrain or re-export it")
+    s = "%.9g" % float(v)
+    if not any(ch in s for ch in ".e"):
+        s += ".0"
+    return s + "f"
+
+
+def c_array(name: str, values: np.ndarray, per_line: int = 8) -> str:
+    flat = np.asarray(values, dtype=np.float32).reshape(-1)
+    lines = []
+    for k in range(0, flat.size, per_line):
+        lines.append("  " + ", ".join(c_float(v) for v in flat[k:k + per_line]) + ",")
+    return f"static const float {name}[{flat.size}] = {{\n" + "\n".join(lines) + "\n};\n"
+
+
+def _allocate(model: LoweredModel) -> tuple[dict[str, str], list[int]]:
+    """Storage of every row value: the input pointer, the output pointer, or a scratch buffer.
+
+    Greedy liveness allocation. An element-wise step writes in place when its source dies there;
+    a dense layer always writes to a different buffer than it reads.
+    """
+    steps = model.steps
+    last_use: dict[str, int] = {}
+    for k, s in enumerate(steps):
+        for a in ("src", "a", "b"):
+            if hasattr(s, a):
+                last_use[getattr(s, a)] = k
+    storage: dict[str, str] = {model.input_name: "in"}
+    sizes: list[int] = []
+    free: list[int] = []
+    owner: dict[str, int] = {}
+    for k, s in enumerate(steps):
+        reads = [getattr(s, a) for a in ("src", "a", "b") if hasattr(s, a)]
+        dying = [r for r in dict.fromkeys(reads) if last_use.get(r) == k and r in owner]
+        if s.dst == model.output_name and k == len(steps) - 1:
+            storage[s.dst] = "out"
+        elif not isinstance(s, Dense) and dying:
+            buf = owner[dying[0]]  # in place
+            owner[s.dst] = buf
+            storage[s.dst] = f"{PREFIX}_buf{buf}"
+            sizes[buf] = max(sizes[buf], model.sizes[s.dst])
+            dying = dying[1:]
+        else:
+            n = model.sizes[s.dst]
+            if free:
+                buf = max(free, key=lambda b: (sizes[b] >= n, -abs(sizes[b] - n)))
+                free.remove(buf)
+                sizes[buf] = max(sizes[buf], n)
+            else:
+                buf = len(sizes)
+                sizes.append(n)
+            owner[s.dst] = buf
+            storage[s.dst] = f"{PREFIX}_buf{buf}"
+        for r in dying:
+            free.append(owner.pop(r))
+    return storage, sizes
+
+
+_HELPERS = r"""
+/* y[o] = b[o] + sum_i w[o][i] * x[i]; four partial sums keep the FPU pipeline busy. */
+static void policy_dense(const float *w, const float *b, const float *x, float *y, int n_out, int n_in)
+{
+  for (int o = 0; o < n_out; ++o) {
+    const float *row = w + o * n_in;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    int i = 0;
+    for (; i + 4 <= n_in; i += 4) {
+      a0 += row[i] * x[i];
+      a1 += row[i + 1] * x[i + 1];
+      a2 += row[i + 2] * x[i + 2];
+      a3 += row[i + 3] * x[i + 3];
+    }
+    for (; i < n_in; ++i) {
+      a0 += row[i] * x[i];
+    }
+    y[o] = (b ? b[o] : 0.0f) + ((a0 + a1) + (a2 + a3));
+  }
+}
+"""
+
+_ACT_EXPR = {
+    "relu": "v > 0.0f ? v : (v == v ? 0.0f : v)",
+    "leaky_relu": "v >= 0.0f ? v : {alpha} * v",
+    "elu": "v >= 0.0f ? v : {alpha} * (expf(v) - 1.0f)",
+    "tanh": "tanhf(v)",
+    "sigmoid": "1.0f / (1.0f + expf(-v))",
+}
+_OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+def generate_model_c(model: LoweredModel, header: str, banner: str) -> tuple[str, str]:
+    """(policy_model.h, policy_model.c) for ``model``."""
+    storage, buf_sizes = _allocate(model)
+    n_in, n_out = model.input_size, model.output_size
+    h = f"""{banner}
+#ifndef POLICY_MODEL_H
+#define POLICY_MODEL_H
+
+#define POLICY_MODEL_INPUT_SIZE {n_in}
+#define POLICY_MODEL_OUTPUT_SIZE {n_out}
+
+/* One inference: in[{n_in}] (the contract's observation) -> out[{n_out}] (normalized actions).
+ * Not reentrant (static scratch buffers); call it from one task. */
+void policy_forward(const float in[POLICY_MODEL_INPUT_SIZE], float out[POLICY_MODEL_OUTPUT_SIZE]);
+
+#endif /* POLICY_MODEL_H */
+"""
+    consts: list[str] = []
+    body: list[str] = []
+
+    def ref(name: str) -> str:
+        if name not in storage:
+            raise CodegenError(f"internal: value {name!r} has no storage")
+        return storage[name]
+
+    for k, s in enumerate(model.steps):
+        body.append(f"  /* step {k}: {type(s).__name__} from ONNX node '{s.node}' */")
+        if isinstance(s, Dense):
+            n_o, n_i = s.weight.shape
+            wname = f"{PREFIX}_w{k}"
+            consts.append(c_array(wname, s.weight))
+            bname = "0"
+            if s.bias is not None:
+                bname = f"{PREFIX}_b{k}"
+                consts.append(c_array(bname, s.bias))
+            body.append(f"  policy_dense({wname}, {bname}, {ref(s.src)}, {ref(s.dst)}, {n_o}, {n_i});")
+        elif isinstance(s, ConstOp):
+            n = model.sizes[s.dst]
+            cname = f"{PREFIX}_c{k}"
+            sym = _OP_SYMBOL[s.op]
+            if np.all(s.const == s.const[0]):
+                cval = c_float(s.const[0])
+            else:
+                consts.append(c_array(cname, s.const))
+                cval = f"{cname}[i]"
+            expr = f"{cval} {sym} {ref(s.src)}[i]" if s.reverse else f"{ref(s.src)}[i] {sym} {cval}"
+            body.append(f"  for (int i = 0; i < {n}; ++i) {ref(s.dst)}[i] = {expr};")
+        elif isinstance(s, VarOp):
+            n = model.sizes[s.dst]
+            body.append(f"  for (int i = 0; i < {n}; ++i) {ref(s.dst)}[i] = {ref(s.a)}[i] {_OP_SYMBOL[s.op]} {ref(s.b)}[i];")
+        elif isinstance(s, Activation):
+            n = model.sizes[s.dst]
+            expr = _ACT_EXPR[s.kind].format(alpha=c_float(s.alpha))
+            body.append(f"  for (int i = 0; i < {n}; ++i) {{ const float v = {ref(s.src)}[i]; {ref(s.dst)}[i] = {expr}; }}")
+        elif isinstance(s, Clamp):
+            n = model.sizes[s.dst]
+            expr = "v"
+            if s.high is not None:
+                expr = f"(v > {c_float(s.high)} ? {c_float(s.high)} : {expr})"
+            if s.low is not None:
+                expr = f"(v < {c_float(s.low)} ? {c_float(s.low)} : {expr})"
+            body.append(f"  for (int i = 0; i < {n}; ++i) {{ const float v = {ref(s.src)}[i]; {ref(s.dst)}[i] = {expr}; }}")
+        else:  # pragma: no cover - the lowering only makes the types above
+            raise CodegenError(f"internal: unknown step {s!r}")
+    if storage.get(model.output_name) != "out":
+        body.append(f"  for (int i = 0; i < {n_out}; ++i) out[i] = {ref(model.output_name)}[i];")
+
+    bufs = "".join(f"static float {PREFIX}_buf{b}[{n}];\n" for b, n in enumerate(buf_sizes))
+    c = f"""{banner}
+#include <math.h>
+
+#include "{header}"
+
+/* ---- weights ({sum(int(np.asarray(d.weight).size) + (0 if d.bias is None else d.bias.size) for d in model.dense_layers)} parameters in dense layers) ---- */
+{"".join(consts)}
+/* ---- scratch rows (.bss) ---- */
+{bufs}{_HELPERS}
+void policy_forward(const float in[POLICY_MODEL_INPUT_SIZE], float out[POLICY_MODEL_OUTPUT_SIZE])
+{{
+{chr(10).join(body)}
+}}
+"""
+    return h, c

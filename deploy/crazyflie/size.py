@@ -1,0 +1,168 @@
+"""Cross-compile the generated controller for the Crazyflie's STM32F405 and check its size.
+
+Each generated source is compiled with ``arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb
+-mfpu=fpv4-sp-d16 -mfloat-abi=hard -O2`` (the firmware's core flags) against our firmware
+header stubs, and ``arm-none-eabi-size -A`` gives the sections:
+
+- flash = text + rodata + data (initial values of .data are stored in flash),
+- RAM = data + bss,
+- stack: ``-fstack-usage`` frames; the estimate is the sum of all frames (an upper bound of
+  the deepest call chain, since nothing recurses) of our code only, not libm's expf/tanhf.
+
+libm's expf/tanhf/sqrtf are linked by the firmware anyway and are not counted.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deploy.crazyflie.codegen import STUB_DIR, GeneratedProject
+from deploy.crazyflie.errors import BudgetError, ToolchainError
+
+ARM_GCC = "arm-none-eabi-gcc"
+ARM_SIZE = "arm-none-eabi-size"
+ARM_CFLAGS: tuple[str, ...] = ("-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard", "-O2")
+"""The STM32F405 (Cortex-M4F) flags of crazyflie-firmware's build."""
+EXTRA_CFLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall", "-Wextra", "-Wdouble-promotion", "-Werror",
+                                 "-ffunction-sections", "-fdata-sections", "-fstack-usage")
+DEFAULT_FLASH_BUDGET_KB = 128.0
+DEFAULT_RAM_BUDGET_KB = 16.0
+STM32F405_FLASH_KB = 1024
+STM32F405_RAM_KB = 192
+
+
+@dataclass
+class SizeReport:
+    """Sizes in bytes of the generated controller's objects for the Cortex-M4F."""
+
+    sections: dict[str, dict[str, int]]
+    """Per source file: text, rodata, data, bss."""
+    stack_frames: dict[str, int] = field(default_factory=dict)
+    """Function -> stack frame in bytes (-fstack-usage)."""
+
+    def total(self, kind: str) -> int:
+        return sum(s[kind] for s in self.sections.values())
+
+    @property
+    def text(self) -> int:
+        return self.total("text")
+
+    @property
+    def rodata(self) -> int:
+        return self.total("rodata")
+
+    @property
+    def data(self) -> int:
+        return self.total("data")
+
+    @property
+    def bss(self) -> int:
+        return self.total("bss")
+
+    @property
+    def flash(self) -> int:
+        return self.text + self.rodata + self.data
+
+    @property
+    def ram(self) -> int:
+        return self.data + self.bss
+
+    @property
+    def stack_upper_bound(self) -> int:
+        return sum(self.stack_frames.values())
+
+    def as_dict(self) -> dict:
+        return {"text": self.text, "rodata": self.rodata, "data": self.data, "bss": self.bss, "flash": self.flash,
+                "ram": self.ram, "stack_upper_bound": self.stack_upper_bound, "files": self.sections,
+                "stack_frames": self.stack_frames}
+
+    def summary(self) -> str:
+        return (f"flash {self.flash} B ({self.flash / 1024:.1f} KiB: text {self.text}, rodata {self.rodata}, "
+                f"data {self.data}), RAM {self.ram} B ({self.ram / 1024:.2f} KiB: data {self.data}, bss {self.bss}), "
+                f"stack <= {self.stack_upper_bound} B")
+
+
+def find_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise ToolchainError(
+            f"{name} is not installed; install the ARM GNU toolchain (Debian/Ubuntu: "
+            "`apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi`) or pass --no-size-check")
+    return path
+
+
+def _classify(section: str) -> str | None:
+    if section.startswith(".text"):
+        return "text"
+    if section.startswith(".rodata"):
+        return "rodata"
+    if section.startswith(".data"):
+        return "data"
+    if section.startswith(".bss") or section == "COMMON":
+        return "bss"
+    return None
+
+
+def parse_size_a(text: str) -> dict[str, int]:
+    """Sum ``arm-none-eabi-size -A`` output of one object into text/rodata/data/bss."""
+    out = {"text": 0, "rodata": 0, "data": 0, "bss": 0}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith((".", "COMMON")) and parts[1].isdigit():
+            kind = _classify(parts[0])
+            if kind:
+                out[kind] += int(parts[1])
+    return out
+
+
+def parse_stack_usage(text: str) -> dict[str, int]:
+    """``file.c:12:6:function\t48\tstatic`` lines -> {function: bytes}."""
+    frames = {}
+    for line in text.splitlines():
+        m = re.match(r"^.*:(?P<fn>[^:\s]+)\s+(?P<n>\d+)\s+\S+", line)
+        if m:
+            frames[m.group("fn")] = int(m.group("n"))
+    return frames
+
+
+def arm_size_report(project: GeneratedProject, build_dir: str | Path | None = None) -> SizeReport:
+    """Compile the generated sources for the Cortex-M4F and measure them."""
+    gcc, size = find_tool(ARM_GCC), find_tool(ARM_SIZE)
+    build = Path(build_dir) if build_dir else project.out_dir / "build_size"
+    build.mkdir(parents=True, exist_ok=True)
+    sections: dict[str, dict[str, int]] = {}
+    frames: dict[str, int] = {}
+    for src in project.sources:
+        obj = build / (src.stem + ".o")
+        cmd = [gcc, *ARM_CFLAGS, *EXTRA_CFLAGS, f"-I{project.src_dir}", f"-I{STUB_DIR}", "-c", str(src), "-o", str(obj)]
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=build)
+        if res.returncode != 0:
+            raise ToolchainError(f"arm-none-eabi-gcc failed on {src.name}:\n{res.stderr.strip()[-3000:]}")
+        res = subprocess.run([size, "-A", str(obj)], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise ToolchainError(f"arm-none-eabi-size failed on {obj}: {res.stderr.strip()}")
+        sections[src.name] = parse_size_a(res.stdout)
+        su = build / (src.stem + ".su")
+        if su.exists():
+            frames.update(parse_stack_usage(su.read_text()))
+    return SizeReport(sections=sections, stack_frames=frames)
+
+
+def check_budget(report: SizeReport, flash_budget_kb: float = DEFAULT_FLASH_BUDGET_KB,
+                 ram_budget_kb: float = DEFAULT_RAM_BUDGET_KB) -> None:
+    """Raise :class:`BudgetError` when the controller is over its flash or RAM budget."""
+    problems = []
+    if report.flash > flash_budget_kb * 1024:
+        problems.append(f"flash {report.flash} B ({report.flash / 1024:.1f} KiB) > budget {flash_budget_kb:g} KiB")
+    if report.ram > ram_budget_kb * 1024:
+        problems.append(f"RAM {report.ram} B ({report.ram / 1024:.1f} KiB) > budget {ram_budget_kb:g} KiB")
+    if problems:
+        raise BudgetError(
+            "the generated controller is over budget: " + "; ".join(problems) + ". Train a smaller network "
+            f"(the weights are {report.rodata} B of rodata), or raise the budget with --flash-budget-kb / "
+            f"--ram-budget-kb (the STM32F405 has {STM32F405_FLASH_KB} KiB flash and {STM32F405_RAM_KB} KiB RAM, "
+            "shared with the rest of the firmware)")
