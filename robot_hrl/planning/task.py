@@ -240,12 +240,29 @@ def parse_task_text(text: str) -> Task:
 
 def validate_task_json(data: Any) -> None:
     """Raise PlanningError naming the first schema violation."""
-    errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
+    err = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+    if (err is not None and err.validator == "oneOf" and isinstance(err.instance, dict)
+            and all("action" in sub.get("properties", {}) for sub in err.validator_value)):
+        # A step matched no action's schema: explain against the schema of its own action.
+        where = "/".join(str(p) for p in err.absolute_path)
+        action = err.instance.get("action")
+        candidates = [sub for sub in err.validator_value if sub["properties"]["action"]["const"] == action]
+        if not candidates:
+            raise PlanningError(f"the task JSON does not match the task schema at {where}: unknown action "
+                                f"{action!r}; expected one of {list(ACTIONS)}")
+        best = None
+        for sub in candidates:
+            errs = list(jsonschema.Draft202012Validator(sub).iter_errors(err.instance))
+            if best is None or len(errs) < len(best):
+                best = errs
+        detail = "; ".join(e.message for e in best) if best else err.message
+        raise PlanningError(f"the task JSON does not match the task schema at {where} ({action}): {detail}")
+    if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        # oneOf failures are vague: name the step's action to help the reader.
-        raise PlanningError(f"the task JSON does not match the task schema at {where}: {err.message}")
+        message = err.message
+        if err.validator == "oneOf":
+            message = f"{err.instance!r} must have exactly one of {list(err.schema.get('properties', {}))}"
+        raise PlanningError(f"the task JSON does not match the task schema at {where}: {message}")
 
 
 def parse_task_json(data: Any) -> Task:
