@@ -1,0 +1,121 @@
+"""The backup controller: hold a position, or land, with a cascaded PD controller.
+
+position error --P--> velocity reference (speed-limited) --P--> acceleration (tilt-limited)
+--> thrust vector --> collective thrust + desired attitude --PD (geometric, Lee et al. 2010)-->
+body torques. Its output is the same command the policy produces: collective thrust (N) and
+body torques (N m), and the matching normalized actions. It is what the shield falls back to
+when the policy's command cannot be made safe (the simplex pattern).
+
+Plain floats throughout: one call costs a few microseconds.
+"""
+
+from __future__ import annotations
+
+import math
+
+from robot_hrl.safety.model import DynamicsModel
+
+
+class BackupController:
+    """Cascaded PD position -> attitude -> torque controller (hold or land)."""
+
+    def __init__(self, model: DynamicsModel, cfg):
+        b = cfg.backup
+        self.m = model
+        self.kp = b.position_gain_per_s
+        self.kv = b.velocity_gain_per_s
+        self.kr = b.attitude_gain_per_s2
+        self.kw = b.rate_gain_per_s
+        self.max_speed = b.max_speed_mps
+        self.tan_tilt = math.tan(math.radians(b.max_tilt_deg))
+        self.min_thrust = b.min_thrust_fraction_of_weight * model.weight
+        self.max_thrust = b.max_thrust_fraction_of_max * model.max_total_thrust
+        self.land_speed = b.land_speed_mps
+
+    def command(self, p, v, r, w, target, land: bool = False) -> list[float]:
+        """Wrench [thrust N, tau_x, tau_y, tau_z N m] that holds ``target`` (or lands below it).
+
+        ``p``, ``v``: position and velocity (world); ``r``: body-to-world rotation, 9 floats
+        row-major; ``w``: body rates; ``target``: (x, y, z). ``land`` descends at the landing
+        speed instead of holding the target height.
+        """
+        m = self.m
+        kp, kv = self.kp, self.kv
+        # position -> velocity reference, speed limited
+        ex = target[0] - p[0]
+        ey = target[1] - p[1]
+        ez = target[2] - p[2]
+        vrx, vry, vrz = kp * ex, kp * ey, kp * ez
+        if land:
+            vrz = -self.land_speed
+        s = math.sqrt(vrx * vrx + vry * vry + vrz * vrz)
+        if s > self.max_speed:
+            f = self.max_speed / s
+            vrx, vry, vrz = vrx * f, vry * f, vrz * f
+        # velocity -> acceleration, tilt limited
+        ax = kv * (vrx - v[0])
+        ay = kv * (vry - v[1])
+        az = kv * (vrz - v[2])
+        g = m.g
+        az_lo = self.min_thrust / m.mass - g
+        az_hi = self.max_thrust / m.mass - g
+        if az < az_lo:
+            az = az_lo
+        elif az > az_hi:
+            az = az_hi
+        ah = math.sqrt(ax * ax + ay * ay)
+        ah_max = (az + g) * self.tan_tilt
+        if ah > ah_max:
+            f = ah_max / ah
+            ax, ay = ax * f, ay * f
+        fx, fy, fz = m.mass * ax, m.mass * ay, m.mass * (az + g)
+        fn = math.sqrt(fx * fx + fy * fy + fz * fz)
+        zdx, zdy, zdz = fx / fn, fy / fn, fz / fn
+        # collective thrust: the thrust vector projected on the current body z
+        thrust = fx * r[2] + fy * r[5] + fz * r[8]
+        if thrust < self.min_thrust:
+            thrust = self.min_thrust
+        elif thrust > self.max_thrust:
+            thrust = self.max_thrust
+        # desired attitude: body z along the thrust vector, heading kept (current body x)
+        bx, by, bz = r[0], r[3], r[6]
+        yx = zdy * bz - zdz * by
+        yy = zdz * bx - zdx * bz
+        yz = zdx * by - zdy * bx
+        yn = math.sqrt(yx * yx + yy * yy + yz * yz)
+        if yn < 1e-6:  # body x along the thrust: use body y to fix the heading instead
+            cx, cy, cz = r[1], r[4], r[7]
+            xx = cy * zdz - cz * zdy
+            xy = cz * zdx - cx * zdz
+            xz = cx * zdy - cy * zdx
+            xn = math.sqrt(xx * xx + xy * xy + xz * xz)
+            xx, xy, xz = xx / xn, xy / xn, xz / xn
+            yx = zdy * xz - zdz * xy
+            yy = zdz * xx - zdx * xz
+            yz = zdx * xy - zdy * xx
+        else:
+            yx, yy, yz = yx / yn, yy / yn, yz / yn
+            xx = yy * zdz - yz * zdy
+            xy = yz * zdx - yx * zdz
+            xz = yx * zdy - yy * zdx
+        # e_R = 1/2 vee(Rd^T R - R^T Rd); A = Rd^T R, A_ij = col_i(Rd) . col_j(R)
+        a01 = xx * r[1] + xy * r[4] + xz * r[7]
+        a10 = yx * r[0] + yy * r[3] + yz * r[6]
+        a02 = xx * r[2] + xy * r[5] + xz * r[8]
+        a20 = zdx * r[0] + zdy * r[3] + zdz * r[6]
+        a12 = yx * r[2] + yy * r[5] + yz * r[8]
+        a21 = zdx * r[1] + zdy * r[4] + zdz * r[7]
+        erx = 0.5 * (a21 - a12)
+        ery = 0.5 * (a02 - a20)
+        erz = 0.5 * (a10 - a01)
+        jx, jy, jz = m.inertia
+        wx, wy, wz = w[0], w[1], w[2]
+        kr, kw = self.kr, self.kw
+        tx = jx * (-kr * erx - kw * wx) + (jz - jy) * wy * wz
+        ty = jy * (-kr * ery - kw * wy) + (jx - jz) * wz * wx
+        tz = jz * (-kr * erz - kw * wz) + (jy - jx) * wx * wy
+        lo, hi = m.low, m.high
+        tx = lo[1] if tx < lo[1] else hi[1] if tx > hi[1] else tx
+        ty = lo[2] if ty < lo[2] else hi[2] if ty > hi[2] else ty
+        tz = lo[3] if tz < lo[3] else hi[3] if tz > hi[3] else tz
+        return [thrust, tx, ty, tz]

@@ -1,0 +1,72 @@
+"""Battery: hold, then land, on low battery; land at once on critical battery.
+
+The voltage must stay below a threshold for ``battery.debounce_s`` (a load sag is not a low
+battery). Both conditions latch until ``Shield.reset_faults()``. No voltage (None): no check.
+"""
+
+from __future__ import annotations
+
+from robot_hrl.safety.records import ERROR, OK, WARN
+from robot_hrl.safety.units.base import ShieldUnit, Tick
+
+
+class BatteryUnit(ShieldUnit):
+    name = "battery"
+    constraints = ("low_battery_hold", "low_battery_land")
+    description = "hold then land below battery.hold_voltage_v, land below battery.land_voltage_v"
+
+    def __init__(self, cfg):
+        super().__init__()
+        b = cfg.battery
+        self.hold_v = b.hold_voltage_v
+        self.land_v = b.land_voltage_v
+        self.debounce = b.debounce_s
+        self.hold_s = b.hold_s
+        self.reset()
+
+    def reset(self) -> None:
+        self.low_since: float | None = None
+        self.critical_since: float | None = None
+        self.hold_started: float | None = None
+        self.land_latched = False
+        self.voltage: float | None = None
+
+    def check_voltage(self, tick: Tick, voltage: float | None) -> None:
+        self.begin()
+        now = tick.now
+        if voltage is not None:
+            self.voltage = voltage
+            if not voltage == voltage:  # NaN: treat as unknown, keep latches
+                pass
+            else:
+                if voltage < self.hold_v:
+                    if self.low_since is None:
+                        self.low_since = now
+                else:
+                    self.low_since = None
+                if voltage < self.land_v:
+                    if self.critical_since is None:
+                        self.critical_since = now
+                else:
+                    self.critical_since = None
+                if self.critical_since is not None and now - self.critical_since >= self.debounce:
+                    self.land_latched = True
+                if self.low_since is not None and now - self.low_since >= self.debounce and self.hold_started is None:
+                    self.hold_started = now
+        if self.hold_started is not None and now - self.hold_started >= self.hold_s:
+            self.land_latched = True
+        if self.land_latched:
+            tick.request_land(self, "low_battery_land")
+        elif self.hold_started is not None:
+            tick.request_hold(self, "low_battery_hold")
+
+    def check(self, tick: Tick) -> None:  # pragma: no cover - the shield calls check_voltage
+        raise TypeError("BatteryUnit is driven through check_voltage(); use Shield.step()")
+
+    def status(self) -> tuple[int, str]:
+        v = "unknown" if self.voltage is None else f"{self.voltage:.2f} V"
+        if self.land_latched:
+            return ERROR, f"low battery ({v}): landing"
+        if self.hold_started is not None:
+            return WARN, f"low battery ({v}): holding before landing"
+        return OK, f"battery {v}"

@@ -1,0 +1,181 @@
+"""Limits: actuator range, actuator slew, body rate, attitude (clamps) and velocity (hand-over).
+
+In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
+
+1. ``actuator_range``: thrust in [limits.min_thrust_n, limits.max_thrust_n], torques in the
+   contract's range. (Normalized outputs beyond [-1, 1] are clipped by the contract's action
+   mapping itself; that is not counted as an intervention.)
+2. ``actuator_slew``: each normalized action moves at most ``max_action_slew_per_s * dt`` from
+   the previous output.
+3. ``body_rate``: per axis, the rate predicted after the torque acts for one tick plus the
+   motor time constant, ``w + h tau / J``, stays within the rate limits (a box on tau).
+4. ``attitude``: the tilt predicted ``attitude_horizon_s`` ahead under constant torque,
+   ``theta + h dtheta/dt + h^2/2 (d2theta/dt2 from tau)``, stays within ``max_tilt_deg``
+   (a half-plane on (tau_x, tau_y)); the torque is projected onto it.
+
+Where the rate and attitude constraints cannot both be met inside the slew box, the slew gives
+way (it protects the motors; the others protect the flight). Where they cannot be met inside
+the actuator range, the unit commands the range's best corner and records it.
+
+5. ``velocity``: the speed predicted ``speed_horizon_s`` ahead from the commanded thrust must
+   not exceed ``max_speed_mps`` while growing; a wrench cannot be clamped into a speed limit
+   without side effects, so the command is rejected and the backup brakes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from robot_hrl.safety.model import DynamicsModel
+from robot_hrl.safety.units.base import ShieldUnit, Tick
+
+
+class LimitsUnit(ShieldUnit):
+    name = "limits"
+    constraints = ("actuator_range", "actuator_slew", "body_rate", "attitude", "velocity")
+    description = "actuator range and slew, body rate and attitude (clamped), speed (backup)"
+
+    def __init__(self, cfg, model: DynamicsModel):
+        super().__init__()
+        lim = cfg.limits
+        self.m = model
+        self.tmin = lim.min_thrust_n
+        self.tmax = lim.max_thrust_n
+        self.lo = (self.tmin, model.low[1], model.low[2], model.low[3])
+        self.hi = (self.tmax, model.high[1], model.high[2], model.high[3])
+        self.slew = tuple(lim.max_action_slew_per_s * model.dt * hs for hs in model.half_span)
+        rp = math.radians(lim.max_roll_pitch_rate_dps)
+        self.max_rate = (rp, rp, math.radians(lim.max_yaw_rate_dps))
+        self.rate_h = model.dt + model.motor_tau
+        self.max_tilt = math.radians(lim.max_tilt_deg)
+        self.att_h = lim.attitude_horizon_s
+        self.max_speed = lim.max_speed_mps
+        self.speed_h = lim.speed_horizon_s
+
+    # ---- the individual constraints (also used by the property tests) ---------------------
+    def rate_box(self, w, axis: int) -> tuple[float, float]:
+        """Torque interval that keeps the predicted rate of ``axis`` within its limit."""
+        j = self.m.inertia[axis]
+        h = self.rate_h
+        lim = self.max_rate[axis]
+        return j * (-lim - w[axis]) / h, j * (lim - w[axis]) / h
+
+    def tilt_halfplane(self, r, w):
+        """(g_x, g_y, rhs): the attitude constraint g . (tau_x, tau_y) <= rhs, or None when level."""
+        c = r[8]
+        s2 = 1.0 - c * c
+        if s2 < 1e-12:
+            return None
+        s = math.sqrt(s2)
+        theta = math.acos(max(-1.0, min(1.0, c)))
+        ax = r[7] / s
+        ay = -r[6] / s
+        h = self.att_h
+        jx, jy, _ = self.m.inertia
+        k = 0.5 * h * h
+        return k * ax / jx, k * ay / jy, self.max_tilt - theta - h * (ax * w[0] + ay * w[1])
+
+    def predicted_speed(self, v, r, thrust: float) -> tuple[float, float]:
+        m = self.m
+        h = self.speed_h
+        acc = thrust / m.mass
+        px = v[0] + h * acc * r[2]
+        py = v[1] + h * acc * r[5]
+        pz = v[2] + h * (acc * r[8] - m.g)
+        return math.sqrt(px * px + py * py + pz * pz), math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+    # ---- the unit ---------------------------------------------------------------------------
+    def check(self, tick: Tick) -> None:
+        self.begin()
+        cmd = tick.cmd
+        lo, hi = self.lo, self.hi
+        # 1. actuator range
+        clipped = False
+        for i in range(4):
+            x = cmd[i]
+            if x < lo[i]:
+                cmd[i] = lo[i]
+                clipped = True
+            elif x > hi[i]:
+                cmd[i] = hi[i]
+                clipped = True
+        if clipped:
+            tick.record(self, "actuator_range", tick.policy, tuple(cmd))
+        # 2. actuator slew
+        prev = tick.prev
+        slew = self.slew
+        before = None
+        for i in range(4):
+            d = cmd[i] - prev[i]
+            if d > slew[i]:
+                if before is None:
+                    before = tuple(cmd)
+                cmd[i] = prev[i] + slew[i]
+            elif d < -slew[i]:
+                if before is None:
+                    before = tuple(cmd)
+                cmd[i] = prev[i] - slew[i]
+        if before is not None:
+            tick.record(self, "actuator_slew", before, tuple(cmd))
+        if not tick.has_state:
+            return
+        w = tick.w
+        # 3. body rate: box on each torque, inside the slew box if possible, else the range
+        box_lo = [0.0, 0.0, 0.0]
+        box_hi = [0.0, 0.0, 0.0]
+        before = None
+        for axis in range(3):
+            i = axis + 1
+            rlo, rhi = self.rate_box(w, axis)
+            slo = max(lo[i], prev[i] - slew[i])
+            shi = min(hi[i], prev[i] + slew[i])
+            blo, bhi = max(slo, rlo), min(shi, rhi)
+            if blo > bhi:  # slew gives way
+                blo, bhi = max(lo[i], rlo), min(hi[i], rhi)
+                if blo > bhi:  # best effort: the range end nearest the rate interval
+                    blo = bhi = hi[i] if rlo > hi[i] else lo[i]
+            box_lo[axis], box_hi[axis] = blo, bhi
+            x = cmd[i]
+            if x < blo or x > bhi:
+                if before is None:
+                    before = tuple(cmd)
+                cmd[i] = blo if x < blo else bhi
+        if before is not None:
+            tick.record(self, "body_rate", before, tuple(cmd))
+        # 4. attitude: half-plane on (tau_x, tau_y) within the box
+        hp = self.tilt_halfplane(tick.r, w)
+        if hp is not None:
+            gx, gy, rhs = hp
+            tx, ty = cmd[1], cmd[2]
+            val = gx * tx + gy * ty
+            if val > rhs:
+                before = tuple(cmd)
+                tx, ty = self._project(gx, gy, rhs, tx, ty, box_lo, box_hi)
+                if gx * tx + gy * ty > rhs + 1e-12:  # not feasible inside the box: widen to the range
+                    tx, ty = self._project(gx, gy, rhs, cmd[1], cmd[2], [lo[1], lo[2]], [hi[1], hi[2]])
+                cmd[1], cmd[2] = tx, ty
+                tick.record(self, "attitude", before, tuple(cmd))
+        # 5. velocity
+        speed_h, speed = self.predicted_speed(tick.v, tick.r, max(cmd[0], tick.thrust_est))
+        if speed_h > self.max_speed and speed_h >= speed:
+            tick.reject(self, "velocity", f"predicted speed {speed_h:.2f} m/s > {self.max_speed} m/s")
+
+    @staticmethod
+    def _project(gx, gy, rhs, tx, ty, blo, bhi):
+        """Closest point (approximately) to (tx, ty) in {g . t <= rhs} within the box; the
+        box corner minimizing g . t when the intersection is empty."""
+        cx = blo[0] if gx > 0 else bhi[0]
+        cy = blo[1] if gy > 0 else bhi[1]
+        cmin = gx * cx + gy * cy
+        if cmin > rhs:
+            return cx, cy
+        n2 = gx * gx + gy * gy
+        lam = (gx * tx + gy * ty - rhs) / n2
+        px = min(max(tx - lam * gx, blo[0]), bhi[0])
+        py = min(max(ty - lam * gy, blo[1]), bhi[1])
+        pv = gx * px + gy * py
+        if pv > rhs:
+            t = (pv - rhs) / (pv - cmin)
+            px += t * (cx - px)
+            py += t * (cy - py)
+        return px, py

@@ -1,0 +1,83 @@
+"""Watchdog: stale state, stale subgoal, a missed inference deadline, a non-finite policy output.
+
+* ``stale_state``: no state, a non-finite one, or one older than ``watchdog.state_timeout_s``.
+  The backup holds on a dead-reckoned state, and lands after ``watchdog.hold_s``.
+* ``stale_subgoal``: no subgoal, a non-finite one, or one older than ``watchdog.subgoal_timeout_s``.
+  The backup holds the current position, and lands after ``watchdog.hold_s``.
+* ``inference_deadline``: the policy took longer than ``watchdog.inference_deadline_s``; its
+  command is late and is not used this tick (the backup holds).
+* ``non_finite_output``: a NaN or infinite policy output; not used (the backup holds).
+
+A fault that clears before ``hold_s`` returns control (after the shield's recovery time);
+once landing has begun it stays latched until ``Shield.reset_faults()``.
+"""
+
+from __future__ import annotations
+
+from robot_hrl.safety.records import ERROR, OK, STALE, WARN
+from robot_hrl.safety.units.base import ShieldUnit, Tick
+
+
+class WatchdogUnit(ShieldUnit):
+    name = "watchdog"
+    constraints = ("stale_state", "stale_subgoal", "inference_deadline", "non_finite_output")
+    description = "fresh state and subgoal, a policy on time with a finite output"
+
+    def __init__(self, cfg):
+        super().__init__()
+        w = cfg.watchdog
+        self.state_timeout = w.state_timeout_s
+        self.subgoal_timeout = w.subgoal_timeout_s
+        self.deadline = w.inference_deadline_s
+        self.hold_s = w.hold_s
+        self.state_stale_since: float | None = None
+        self.subgoal_stale_since: float | None = None
+        self.state_age_s: float = float("inf")
+
+    def reset(self) -> None:
+        self.state_stale_since = None
+        self.subgoal_stale_since = None
+
+    def check_inputs(self, tick: Tick, state_ok: bool, state_age: float, subgoal_ok: bool, subgoal_age: float,
+                     inference_s: float, output_finite: bool) -> None:
+        """The shield computes the raw facts (finite, ages); this unit judges them."""
+        self.begin()
+        now = tick.now
+        self.state_age_s = state_age
+        if not state_ok or state_age > self.state_timeout:
+            if self.state_stale_since is None:
+                self.state_stale_since = now
+            if now - self.state_stale_since >= self.hold_s:
+                tick.request_land(self, "stale_state")
+            else:
+                tick.request_hold(self, "stale_state")
+        else:
+            self.state_stale_since = None
+        if not subgoal_ok or subgoal_age > self.subgoal_timeout:
+            if self.subgoal_stale_since is None:
+                self.subgoal_stale_since = now
+            if now - self.subgoal_stale_since >= self.hold_s:
+                tick.request_land(self, "stale_subgoal")
+            else:
+                tick.request_hold(self, "stale_subgoal")
+        else:
+            self.subgoal_stale_since = None
+        if not output_finite:
+            tick.policy_valid = False
+            tick.reject(self, "non_finite_output", "NaN or inf in the policy output")
+        elif not inference_s <= self.deadline:  # also catches a NaN duration
+            tick.policy_valid = False
+            tick.reject(self, "inference_deadline", f"inference took {inference_s * 1e3:.2f} ms > {self.deadline * 1e3:.2f} ms")
+
+    def check(self, tick: Tick) -> None:  # pragma: no cover - the shield calls check_inputs
+        raise TypeError("WatchdogUnit is driven through check_inputs(); use Shield.step()")
+
+    def status(self) -> tuple[int, str]:
+        c = self.active_constraint
+        if c == "stale_state":
+            return STALE, f"state is stale (age {self.state_age_s:.3f} s > {self.state_timeout} s); holding on dead reckoning, then landing"
+        if c == "stale_subgoal":
+            return ERROR, f"subgoal is stale (> {self.subgoal_timeout} s); holding, then landing"
+        if c is not None:
+            return WARN, f"policy output rejected: {c}"
+        return OK, "state, subgoal and policy on time"
