@@ -1,0 +1,227 @@
+"""The nodes' logic without the transport: argv, parameters files, plan execution, deadlines, monitoring."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from robot_hrl.errors import ConfigError
+from robot_hrl.launch import graph
+from robot_hrl.launch.monitor import RunMonitor
+from robot_hrl.nodes.args import load_params_file, parse_node_args
+from robot_hrl.nodes.deadline import DeadlineMonitor
+from robot_hrl.nodes.planner_node import PlannerCore
+from robot_hrl.nodes.resources import resolve_resource
+from robot_hrl.world import load_world
+
+TASK = "takeoff 1.0; goto red_box; goto 2.0 2.2 1.0; land"
+
+
+# ---- argv and parameters ------------------------------------------------------------------------
+def test_ros_args_parse_like_ros2_launch(repo_root):
+    params = str(repo_root / "launch" / "params" / "navigation.yaml")
+    a = parse_node_args(["--ros-args", "-r", "__node:=skill_node", "-r", "__ns:=/cf1", "--params-file", params,
+                         "-p", "control_rate_hz:=500", "-p", "use_sim_time:=true"], "x")
+    assert a.name == "skill_node" and a.namespace == "/cf1"
+    assert a.parameters["control_rate_hz"] == 500 and a.parameters["use_sim_time"] is True
+    assert a.parameters["robot"] == "crazyflie_2x"  # from the /** wildcard
+    assert a.parameters["model"] == "models/crazyflie_goto.onnx"
+    assert "planner" not in a.parameters  # another node's
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-p", "novalue"], "NAME:=VALUE"),
+    (["--params-file"], "needs a value"),
+    (["--params-file", "/nonexistent.yaml"], "does not exist"),
+    (["--frobnicate"], "unknown argument"),
+    (["--backend", "ros1"], "choose auto"),
+    (["--domain-id", "999"], "0..232"),
+])
+def test_bad_node_arguments_are_clear_errors(argv, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_node_args(argv, "skill_node")
+
+
+def test_bad_params_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("skill_node: [1, 2]\n")
+    with pytest.raises(ConfigError, match="ros__parameters"):
+        load_params_file(bad, "skill_node")
+    bad.write_text("a: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_params_file(bad, "skill_node")
+
+
+def test_resources_resolve_from_the_checkout_and_say_where_they_looked():
+    assert resolve_resource("models/worlds/demo.yaml").is_file()
+    with pytest.raises(ConfigError, match="tried"):
+        resolve_resource("models/worlds/nope.yaml", "world file")
+    with pytest.raises(ConfigError, match="no model"):
+        resolve_resource("", "model")
+
+
+# ---- the graph both launchers read ---------------------------------------------------------------
+def test_graph_and_params_file_agree():
+    params = graph.params_file()
+    for spec in graph.NAVIGATION_NODES:
+        assert load_params_file(params, spec.name), f"{spec.name} has no parameters in {params}"
+    args = graph.check_arguments({"use_sim": "false", "task": "takeoff 1"})
+    names = [n.name for n in graph.nodes_to_launch(args)]
+    assert names == ["skill_node", "planner_node"]
+    planner = next(n for n in graph.NAVIGATION_NODES if n.name == "planner_node")
+    assert graph.node_parameters(planner, args) == {"use_sim_time": False, "planner": "symbolic",
+                                                    "world": "models/worlds/demo.yaml", "task": "takeoff 1"}
+
+
+@pytest.mark.parametrize("values, message", [({"planner": "gpt"}, "choose one of"), ({"speed": "1"}, "unknown launch")])
+def test_bad_launch_arguments(values, message):
+    with pytest.raises(ValueError, match=message):
+        graph.check_arguments(values)
+
+
+def test_launch_file_builds_its_description_when_ros_is_installed(repo_root):
+    pytest.importorskip("launch_ros", reason="launch_ros (ROS 2) is not installed")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("navigation_launch", repo_root / "launch" / "navigation.launch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    assert len(description.entities) == len(graph.LAUNCH_ARGUMENTS) + len(graph.NAVIGATION_NODES)
+
+
+def test_launch_file_compiles_and_names_every_argument(repo_root):
+    """Without ROS 2 the launch file cannot run; it must still compile and declare the shared arguments."""
+    source = (repo_root / "launch" / "navigation.launch.py").read_text()
+    compile(source, "navigation.launch.py", "exec")
+    assert "generate_launch_description" in source and "LAUNCH_ARGUMENTS" in source and "NAVIGATION_NODES" in source
+
+
+# ---- plan execution ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def world(demo_world_path):
+    return load_world(demo_world_path)
+
+
+@pytest.fixture
+def core(world):
+    from robot_hrl.planning import SymbolicPlanner
+
+    c = PlannerCore(SymbolicPlanner(world, 1.0), floor_z=0.0)
+    c.on_position((0.5, 0.5, 0.0125))
+    return c
+
+
+def _status(core, state, distance=0.0):
+    return {"state": state, "requested": core.current_subgoal().tolist(), "distance": distance}
+
+
+def test_planner_core_walks_the_plan_and_lands(core):
+    assert core.on_task(TASK, 0.0) is None
+    assert core.state == "executing" and core.goals_total == 4
+    seen = []
+    t = 0.0
+    while core.state == "executing":
+        seen.append(core.current_subgoal())
+        core.on_skill_status(_status(core, "reached"), t)
+        t += 1.0
+    assert core.state == "landing" and core.goals_reached == 3
+    assert core.current_subgoal()[2] == 0.0  # a landing request on the floor
+    core.on_skill_status({"state": "landing"}, t)
+    assert core.state == "landing"
+    core.on_skill_status({"state": "landed"}, t)
+    assert core.state == "done" and core.goals_reached == 4 and core.status()["ends_landed"]
+    assert len(seen) >= 4 and all(np.all(np.isfinite(s)) for s in seen)
+
+
+def test_planner_core_ignores_a_status_for_another_subgoal(core):
+    core.on_task(TASK, 0.0)
+    first = core.current_subgoal()
+    core.on_skill_status({"state": "reached", "requested": [9.0, 9.0, 9.0]}, 0.0)
+    assert np.array_equal(core.current_subgoal(), first)
+
+
+def test_planner_core_malformed_task_keeps_the_current_subgoal(core):
+    core.on_task(TASK, 0.0)
+    core.on_skill_status(_status(core, "reached"), 0.0)
+    current = core.current_subgoal()
+    error = core.on_task("fly to the moon", 1.0)
+    assert "unknown action" in error and core.state == "error"
+    assert np.array_equal(core.current_subgoal(), current)
+    core.on_skill_status(_status(core, "reached"), 2.0)  # no progress while in error
+    assert np.array_equal(core.current_subgoal(), current)
+    for bad in ("", "   ", '{"steps": [{"action": "goto"}]}', "goto nowhere_box", {"steps": "x"}, 42):
+        assert core.on_task(bad, 3.0)
+    assert core.on_task(TASK, 4.0) is None and core.state == "executing"
+
+
+def test_planner_core_hover_ends_by_time(core):
+    core.on_task("takeoff 1.0; hover 2; land", 0.0)
+    while core.state == "executing":
+        core.on_skill_status(_status(core, "reached"), 0.0)
+    assert core.state == "hovering"
+    core.update(1.0)
+    assert core.state == "hovering"
+    core.update(2.5)
+    assert core.state == "landing"
+
+
+def test_planner_core_replans_when_blocked_then_gives_up(core):
+    core.on_task("takeoff 1.0; goto 3.5 2.0 1.0; land", 0.0)
+    while core.current_step.action == "takeoff":
+        core.on_skill_status(_status(core, "reached"), 0.0)
+    core.on_position((1.0, 1.0, 1.0))
+    version = core.plan_version
+    t = 10.0
+    for _ in range(40):
+        if core.current_step is None or core.current_step.action != "goto":
+            break
+        core.on_skill_status(_status(core, "blocked", 1.0), t)
+        t += 1.0
+    assert core.plan_version > version  # replanned
+    assert core.goals_failed == ["(3.50, 2.00, 1.00)"] or core.goals_failed  # abandoned after max_replans
+    assert core.state == "landing"
+
+
+def test_planner_core_waits_for_odometry(world):
+    from robot_hrl.planning import SymbolicPlanner
+
+    c = PlannerCore(SymbolicPlanner(world, 1.0))
+    assert c.on_task(TASK, 0.0) is None and c.state == "waiting_for_odom"
+    c.on_position((0.5, 0.5, 0.0125))
+    assert c.poll_pending(0.0) is None and c.state == "executing"
+
+
+# ---- deadline monitor and run monitor ------------------------------------------------------------
+def test_deadline_monitor_counts_misses():
+    m = DeadlineMonitor(0.01)
+    for _ in range(98):
+        assert not m.record(0.001)
+    assert m.record(0.011)
+    assert m.record(0.001, skipped=2)
+    s = m.stats()
+    assert s["ticks"] == 100 and s["misses"] == 2 and s["skipped_periods"] == 2 and s["misses_per_10k"] == 200
+    assert 0.9 < s["p50_ms"] < 1.1
+    with pytest.raises(ValueError):
+        DeadlineMonitor(0.0)
+
+
+def test_run_monitor_judges_violations_from_ground_truth(world):
+    m = RunMonitor(world)
+    m.on_odom(0.0, (0.5, 0.5, 1.0))
+    m.on_odom(0.1, (1.5, 1.5, 1.0))  # inside pillar_a
+    m.on_odom(0.2, (1.5, 1.5, 1.0))  # still inside: one event
+    m.on_odom(0.3, (9.0, 0.5, 1.0))  # outside the fence
+    m.on_diagnostic("sim_node: physics", 2, "1 collision", {"collisions": "1", "last_collision_with": "wall"}, 0.3)
+    kinds = [v.kind for v in m.violations]
+    assert kinds == ["obstacle", "geofence", "collision"]
+    m.on_diagnostic("skill_node: shield", 1, "mode hold", {"interventions.subgoal": "3", "mode": "hold"}, 0.4)
+    assert m.snapshot()["interventions"] == {"subgoal": 3}
+    m.on_planner_status(json.dumps({"state": "done", "ends_landed": True}))
+    assert not m.finished()
+    m.on_skill_status(json.dumps({"state": "landed"}))
+    assert m.finished()
+    m.on_skill_status("not json")
+    assert m.snapshot()["skill"] == {"raw": "not json"}
