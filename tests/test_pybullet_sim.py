@@ -84,11 +84,11 @@ def test_motor_lag_is_first_order_and_saturates(sim):
 
 def test_ground_effect_lifts_near_the_ground_only():
     r = CRAZYFLIE_2X
-    gains = physics.ground_effect_gain(r, np.array([0.0, 0.03, 0.1, 1.0]), 0.0, 0.0)
+    gains = physics.ground_effect_gain(r, np.array([0.0, 0.03, 0.1, 1.0]), 1.0)
     assert gains[0] == pytest.approx(1.0 + physics.GROUND_EFFECT_MAX_GAIN)
     assert gains[0] >= gains[1] > gains[2] > gains[3] > 1.0
     assert gains[3] < 1.001
-    assert np.all(physics.ground_effect_gain(r, np.array([0.05]), 2.0, 0.0) == 1.0)  # upside down
+    assert np.all(physics.ground_effect_gain(r, np.array([0.05]), -0.5) == 1.0)  # upside down
     with PyBulletQuadrotorSim() as s:
         s.reset((0.0, 0.0, 0.05))
         for _ in range(20):

@@ -13,7 +13,7 @@ All numbers come from a :class:`robot_hrl.robots.QuadrotorParams`; nothing here 
 - Ground effect (gym-pybullet-drones, after Shi et al., "Neural Lander", 2019): each rotor's
   thrust is multiplied by ``1 + c_ge * (r_prop / (4 h))^2``, h the hub height above the ground,
   clipped at the height where the gain reaches GROUND_EFFECT_MAX_GAIN; applied only while
-  |roll| and |pitch| are below 90 degrees (rotors facing the ground).
+  |roll| and |pitch| are below 90 degrees (rotors facing the ground, R_wb[2, 2] > 0).
 - Linear drag: ``F_b = -diag(c) v_b`` in the body frame (airspeed = ground speed, no wind).
 """
 
@@ -52,12 +52,14 @@ def ground_effect_height_clip_m(robot: QuadrotorParams) -> float:
     return robot.propeller_radius_m / 4.0 * np.sqrt(robot.ground_effect_coefficient / GROUND_EFFECT_MAX_GAIN)
 
 
-def ground_effect_gain(robot: QuadrotorParams, hub_heights_m: np.ndarray, roll_rad: float, pitch_rad: float) -> np.ndarray:
-    """Per-rotor thrust multiplier (>= 1) from the ground effect."""
+def ground_effect_gain(robot: QuadrotorParams, hub_heights_m: np.ndarray, body_z_up_component: float) -> np.ndarray:
+    """Per-rotor thrust multiplier (>= 1) from the ground effect.
+
+    ``body_z_up_component`` is R_wb[2, 2] = cos(roll) cos(pitch); gym-pybullet-drones applies the
+    effect while |roll| < 90 deg and |pitch| < 90 deg, which is exactly R_wb[2, 2] > 0.
+    """
     h = np.asarray(hub_heights_m, dtype=np.float64)
-    if robot.ground_effect_coefficient <= 0.0 or robot.propeller_radius_m <= 0.0:
-        return np.ones_like(h)
-    if abs(roll_rad) >= np.pi / 2 or abs(pitch_rad) >= np.pi / 2:
+    if robot.ground_effect_coefficient <= 0.0 or robot.propeller_radius_m <= 0.0 or body_z_up_component <= 0.0:
         return np.ones_like(h)
     h = np.maximum(h, ground_effect_height_clip_m(robot))
     return 1.0 + robot.ground_effect_coefficient * (robot.propeller_radius_m / (4.0 * h)) ** 2

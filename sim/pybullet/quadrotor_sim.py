@@ -22,7 +22,6 @@ from pybullet_utils import bullet_client
 
 from robot_hrl.contract.goto import DEFAULT_CONTROL_RATE_HZ
 from robot_hrl.geometry import (
-    euler_rpy_from_quat,
     quat_normalize,
     quat_wxyz_from_xyzw,
     quat_xyzw_from_wxyz,
@@ -130,8 +129,12 @@ class PyBulletQuadrotorSim:
         # PyBullet damps every body by default (0.04); the airframe's only drag is the model's own.
         b.changeDynamics(self.body_id, -1, linearDamping=0.0, angularDamping=0.0)
 
+        self._cid = b._client
         self.dynamics = Dynamics.nominal(robot)
         self._rotor_positions_b = np.asarray(robot.rotor_positions_m, dtype=np.float64)
+        self._rotor_positions_list = [tuple(map(float, r)) for r in robot.rotor_positions_m]
+        self._num_rotors = robot.num_rotors
+        self._apply_dynamics()
         self._rpm = np.full(robot.num_rotors, robot.hover_rpm)
         self._rpm_command = self._rpm.copy()
         self._pending: list[np.ndarray] = []
@@ -151,7 +154,7 @@ class PyBulletQuadrotorSim:
         angular_velocity_b=0.0,
         motor_rpm=None,
     ) -> RobotState:
-        """Place the robot; rotors start at ``motor_rpm`` (default: nominal hover speed).
+        """Place the robot; rotors start at ``motor_rpm`` (default: the hover speed of the airframe).
 
         With randomization, a new airframe is sampled here.
         """
@@ -163,13 +166,15 @@ class PyBulletQuadrotorSim:
         quat = quat_normalize(quat)
         vel = _vector("linear_velocity_w", linear_velocity_w, 3)
         rates_b = _vector("angular_velocity_b", angular_velocity_b, 3)
-        rpm = np.full(self.robot.num_rotors, self.robot.hover_rpm) if motor_rpm is None else _vector(
-            "motor_rpm", motor_rpm, self.robot.num_rotors)
+        rpm = None if motor_rpm is None else _vector("motor_rpm", motor_rpm, self.robot.num_rotors)
         b = self._bullet
         if self.randomization is not None:
             self.dynamics = Dynamics.sample(self.robot, self.randomization, self._rng)
             b.changeDynamics(self.body_id, -1, mass=self.dynamics.mass_kg,
                              localInertiaDiagonal=list(self.dynamics.inertia_kgm2))
+        self._apply_dynamics()
+        if rpm is None:
+            rpm = np.full(self.robot.num_rotors, self.hover_rpm)
         b.resetBasePositionAndOrientation(self.body_id, pos.tolist(), quat_xyzw_from_wxyz(quat).tolist())
         rates_w = rotation_matrix_from_quat(quat) @ rates_b
         b.resetBaseVelocity(self.body_id, vel.tolist(), rates_w.tolist())
@@ -219,38 +224,49 @@ class PyBulletQuadrotorSim:
         return self.state()
 
     def _physics_step(self) -> None:
-        b, body, dyn = self._bullet, self.body_id, self.dynamics
-        self._rpm = np.clip(physics.motor_lag_step(self._rpm, self._rpm_command, self.dt_physics_s, dyn.motor_time_constant_s),
-                            self.robot.rpm_min, self.robot.rpm_max)
-        pos, quat_xyzw = b.getBasePositionAndOrientation(body)
-        pos = np.asarray(pos)
-        quat = quat_wxyz_from_xyzw(np.asarray(quat_xyzw))
-        r_wb = rotation_matrix_from_quat(quat)
-        thrusts = physics.rotor_thrusts(dyn.thrust_coefficient_n_per_rpm2, self._rpm)
-        roll, pitch, _ = euler_rpy_from_quat(quat)
-        hub_heights = pos[2] + (self._rotor_positions_b @ r_wb.T)[:, 2]
-        lifted = thrusts * physics.ground_effect_gain(self.robot, hub_heights, roll, pitch)
+        # The hot loop: raw pybullet calls with the client id (BulletClient's wrapper costs more
+        # than the physics of one body).
+        p, cid, body, dyn = pybullet, self._cid, self.body_id, self.dynamics
+        rpm = self._rpm + (self._rpm_command - self._rpm) * self._motor_alpha
+        np.clip(rpm, self.robot.rpm_min, self.robot.rpm_max, out=rpm)
+        self._rpm = rpm
+        pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=cid)
+        r_wb = np.asarray(p.getMatrixFromQuaternion(orn, physicsClientId=cid)).reshape(3, 3)
+        thrusts = dyn.thrust_coefficient_n_per_rpm2 * rpm * rpm
+        hub_heights = pos[2] + self._rotor_positions_b @ r_wb[2]
+        lifted = thrusts * physics.ground_effect_gain(self.robot, hub_heights, r_wb[2, 2])
         self._thrusts = lifted
-        for i in range(self.robot.num_rotors):
-            b.applyExternalForce(body, -1, forceObj=[0.0, 0.0, float(lifted[i])],
-                                 posObj=self._rotor_positions_b[i].tolist(), flags=b.LINK_FRAME)
+        for i in range(self._num_rotors):
+            p.applyExternalForce(body, -1, (0.0, 0.0, float(lifted[i])), self._rotor_positions_list[i],
+                                 p.LINK_FRAME, physicsClientId=cid)
         # Rotor drag torque from the rotors' own thrust (ground effect changes lift, not rotor drag).
-        torque_b = np.array(dyn.disturbance_torque_b, dtype=np.float64)
-        torque_b[2] += physics.yaw_drag_torque(self.robot, thrusts, dyn.torque_to_thrust_m)
-        b.applyExternalTorque(body, -1, torqueObj=(r_wb @ torque_b).tolist(), flags=b.WORLD_FRAME)
-        force_w = np.array(dyn.disturbance_force_w, dtype=np.float64)
-        drag = np.asarray(dyn.linear_drag_coefficient_ns_per_m)
-        if np.any(drag > 0):
-            vel_w, _ = b.getBaseVelocity(body)
-            force_w += r_wb @ physics.linear_drag_force_b(drag, r_wb.T @ np.asarray(vel_w))
-        if np.any(force_w != 0.0):
-            b.applyExternalForce(body, -1, forceObj=force_w.tolist(), posObj=pos.tolist(), flags=b.WORLD_FRAME)
-        b.stepSimulation()
+        torque_b = self._disturbance_torque_b.copy()
+        torque_b[2] += float(self._yaw_torque_per_thrust @ thrusts)
+        p.applyExternalTorque(body, -1, (r_wb @ torque_b).tolist(), p.WORLD_FRAME, physicsClientId=cid)
+        force_w = self._disturbance_force_w
+        if self._has_drag:
+            vel_w, _ = p.getBaseVelocity(body, physicsClientId=cid)
+            force_w = force_w + r_wb @ physics.linear_drag_force_b(self._drag, r_wb.T @ np.asarray(vel_w))
+        if self._has_force or self._has_drag:
+            p.applyExternalForce(body, -1, force_w.tolist(), pos, p.WORLD_FRAME, physicsClientId=cid)
+        p.stepSimulation(physicsClientId=cid)
         self._time_s += self.dt_physics_s
         self._record_contacts()
 
+    def _apply_dynamics(self) -> None:
+        """Cache what the hot loop needs from ``self.dynamics``."""
+        dyn = self.dynamics
+        self._motor_alpha = 1.0 - math.exp(-self.dt_physics_s / dyn.motor_time_constant_s) if dyn.motor_time_constant_s > 0 else 1.0
+        spins = np.asarray(self.robot.rotor_spin_directions, dtype=np.float64)
+        self._yaw_torque_per_thrust = -spins * dyn.torque_to_thrust_m
+        self._disturbance_torque_b = np.asarray(dyn.disturbance_torque_b, dtype=np.float64)
+        self._disturbance_force_w = np.asarray(dyn.disturbance_force_w, dtype=np.float64)
+        self._has_force = bool(np.any(self._disturbance_force_w != 0.0))
+        self._drag = np.asarray(dyn.linear_drag_coefficient_ns_per_m, dtype=np.float64)
+        self._has_drag = bool(np.any(self._drag > 0.0))
+
     def _record_contacts(self) -> None:
-        for c in self._bullet.getContactPoints(bodyA=self.body_id):
+        for c in pybullet.getContactPoints(bodyA=self.body_id, physicsClientId=self._cid):
             name = self._names.get(c[2], f"body{c[2]}")
             self._contacts.append(Contact(body=name, position_w=tuple(c[5]), normal_w=tuple(c[7]),
                                           distance_m=float(c[8]), normal_force_n=float(c[9]), time_s=self._time_s))
@@ -266,14 +282,21 @@ class PyBulletQuadrotorSim:
     def state(self) -> RobotState:
         """Pose and twist: position/velocity world ENU, body rates in the body FLU frame."""
         self._check_open()
-        b = self._bullet
-        pos, quat_xyzw = b.getBasePositionAndOrientation(self.body_id)
-        vel_w, rates_w = b.getBaseVelocity(self.body_id)
+        cid = self._cid
+        pos, quat_xyzw = pybullet.getBasePositionAndOrientation(self.body_id, physicsClientId=cid)
+        vel_w, rates_w = pybullet.getBaseVelocity(self.body_id, physicsClientId=cid)
         quat = quat_wxyz_from_xyzw(np.asarray(quat_xyzw, dtype=np.float64))
-        rates_b = rotation_matrix_from_quat(quat).T @ np.asarray(rates_w, dtype=np.float64)
+        r_wb = np.asarray(pybullet.getMatrixFromQuaternion(quat_xyzw, physicsClientId=cid)).reshape(3, 3)
+        rates_b = r_wb.T @ np.asarray(rates_w, dtype=np.float64)
         return RobotState(position_w=np.asarray(pos, dtype=np.float64), quat_wxyz=quat,
                           linear_velocity_w=np.asarray(vel_w, dtype=np.float64), angular_velocity_b=rates_b,
                           stamp_s=self._time_s)
+
+    @property
+    def hover_rpm(self) -> float:
+        """Rotor speed that carries the current (possibly randomized) airframe's weight, rpm."""
+        d = self.dynamics
+        return float(np.sqrt(d.mass_kg * STANDARD_GRAVITY_MPS2 / (self.robot.num_rotors * d.thrust_coefficient_n_per_rpm2)))
 
     @property
     def motor_rpm(self) -> np.ndarray:
