@@ -265,12 +265,12 @@ class SymbolicPlanner:
                     raise PlanningError(f"{where}: takeoff altitude {alt:g} m is outside the flight band "
                                         f"{self.min_flight_z:.2f}..{self.max_flight_z:.2f} m")
                 path = self._vertical(pos, target, "take off")
-                out.append(PlanStep("takeoff", target, f"{alt:g} m", space_polyline(path, self.spacing_m), path))
+                out.append(PlanStep("takeoff", target, f"takeoff {alt:g} m", space_polyline(path, self.spacing_m), path))
                 pos = target
             elif ts.action == "land":
                 target = np.array([pos[0], pos[1], self.ground_z])
                 path = self._vertical(pos, target, "land")
-                out.append(PlanStep("land", target, "floor", space_polyline(path, self.spacing_m), path))
+                out.append(PlanStep("land", target, "land", space_polyline(path, self.spacing_m), path))
                 pos = target
             elif ts.action == "hover":
                 if not self._airborne(pos):
