@@ -166,3 +166,85 @@ def check_budget(report: SizeReport, flash_budget_kb: float = DEFAULT_FLASH_BUDG
             f"(the weights are {report.rodata} B of rodata), or raise the budget with --flash-budget-kb / "
             f"--ram-budget-kb (the STM32F405 has {STM32F405_FLASH_KB} KiB flash and {STM32F405_RAM_KB} KiB RAM, "
             "shared with the rest of the firmware)")
+
+
+# ---- a linked probe image --------------------------------------------------------------------------
+_PROBE_LD = """/* robot_hrl probe image: the generated controller linked alone for the STM32F405, after the
+ * Crazyflie's 16 KiB bootloader. Not a flyable firmware; it measures the linked size (with libm)
+ * and gives the flashing checks a real Cortex-M image. */
+MEMORY
+{
+  FLASH (rx) : ORIGIN = 0x08004000, LENGTH = 1008K
+  RAM (rwx)  : ORIGIN = 0x20000000, LENGTH = 128K
+}
+ENTRY(probe_reset)
+SECTIONS
+{
+  .isr_vector : { KEEP(*(.isr_vector)) } > FLASH
+  .text : { *(.text*) *(.rodata*) } > FLASH
+  .ARM.exidx : { *(.ARM.exidx*) } > FLASH
+  .data : { *(.data*) } > RAM AT > FLASH
+  .bss : { *(.bss*) *(COMMON) } > RAM
+  _probe_estack = ORIGIN(RAM) + LENGTH(RAM);
+}
+"""
+
+_PROBE_C = r"""/* robot_hrl probe image entry: calls the controller once per loop so that nothing is dropped. */
+#include <string.h>
+#include "stabilizer_types.h"
+#include "controller.h"
+
+extern unsigned int _probe_estack;
+static state_t probeState;
+static sensorData_t probeSensors;
+static setpoint_t probeSetpoint;
+static control_t probeControl;
+
+void probe_reset(void)
+{
+  controllerOutOfTreeInit();
+  for (stabilizerStep_t tick = 0;; ++tick) {
+    controllerOutOfTree(&probeControl, &probeSetpoint, &probeSensors, &probeState, tick);
+  }
+}
+
+__attribute__((section(".isr_vector"), used)) const void *const probeVectors[2] = {&_probe_estack, probe_reset};
+"""
+
+
+@dataclass
+class ProbeImage:
+    elf: Path
+    bin: Path
+    flash: int
+    """text + rodata + data of the linked image, libm's expf/tanhf/sqrtf and the stand-in PID included."""
+    ram: int
+
+
+def link_probe_image(project: GeneratedProject, build_dir: str | Path) -> ProbeImage:
+    """Link the generated controller (with libm and the stand-in PID) into cf2.elf / cf2.bin."""
+    gcc, size = find_tool(ARM_GCC), find_tool(ARM_SIZE)
+    objcopy = find_tool("arm-none-eabi-objcopy")
+    build = Path(build_dir)
+    build.mkdir(parents=True, exist_ok=True)
+    (build / "probe.ld").write_text(_PROBE_LD)
+    (build / "probe_main.c").write_text(_PROBE_C)
+    elf, binary = build / "cf2.elf", build / "cf2.bin"
+    cmd = [gcc, *ARM_CFLAGS, "-std=gnu11", "-ffunction-sections", "-fdata-sections", f"-I{project.src_dir}",
+           f"-I{STUB_DIR}", *map(str, project.sources), str(STUB_DIR / "controller_pid_stub.c"),
+           str(build / "probe_main.c"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
+           "-Wl,--gc-sections", f"-Wl,-T,{build / 'probe.ld'}", "-o", str(elf), "-lm"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ToolchainError(f"linking the probe image failed:\n{res.stderr.strip()[-3000:]}")
+    res = subprocess.run([objcopy, "-O", "binary", str(elf), str(binary)], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ToolchainError(f"arm-none-eabi-objcopy failed: {res.stderr.strip()}")
+    res = subprocess.run([size, "-A", str(elf)], capture_output=True, text=True)
+    s = parse_size_a(res.stdout)
+    vec = 0
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] in (".isr_vector", ".ARM.exidx") and parts[1].isdigit():
+            vec += int(parts[1])
+    return ProbeImage(elf=elf, bin=binary, flash=s["text"] + s["rodata"] + s["data"] + vec, ram=s["data"] + s["bss"])

@@ -1,0 +1,191 @@
+"""``robot-hrl export-c`` and ``robot-hrl flash``.
+
+    robot-hrl export-c models/crazyflie_goto.onnx --out build/crazyflie
+    make -C build/crazyflie CRAZYFLIE_BASE=~/crazyflie-firmware
+    robot-hrl flash --uri radio://0/80/2M --dry-run
+    robot-hrl flash --uri radio://0/80/2M
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from deploy.crazyflie.codegen import GeneratedProject, generate_project
+from deploy.crazyflie.cost import InferenceCost, inference_cost
+from deploy.crazyflie.errors import BudgetError, CodegenError, ToolchainError
+from deploy.crazyflie.flash import DEFAULT_IMAGE, check_image, flash_image
+from deploy.crazyflie.size import DEFAULT_FLASH_BUDGET_KB, DEFAULT_RAM_BUDGET_KB, SizeReport, arm_size_report, check_budget
+
+PARITY_TOLERANCE = 1e-4
+DEFAULT_PARITY_SAMPLES = 10_000
+DEFAULT_TIME_BUDGET_US = 1000.0
+
+
+@dataclass
+class ExportResult:
+    project: GeneratedProject
+    cost: InferenceCost
+    size: SizeReport | None
+    parity_max_abs: float | None
+    parity_samples: int
+
+    def as_dict(self) -> dict:
+        c = self.cost
+        return {
+            "out_dir": str(self.project.out_dir),
+            "model_sha256": self.project.model_sha256,
+            "layers": [list(d.weight.shape[::-1]) for d in self.project.model.dense_layers],
+            "macs": c.macs, "flops": c.flops, "transcendentals": c.transcendentals, "parameters": c.parameters,
+            "estimated_us_nominal": c.microseconds(), "estimated_us_pessimistic": c.microseconds(_pessimistic()),
+            "size": self.size.as_dict() if self.size else None,
+            "parity_max_abs": self.parity_max_abs, "parity_samples": self.parity_samples,
+        }
+
+
+def _pessimistic():
+    from deploy.crazyflie.cost import PESSIMISTIC
+
+    return PESSIMISTIC
+
+
+def host_parity(project: GeneratedProject, model_path: str | Path, n: int = DEFAULT_PARITY_SAMPLES,
+                seed: int = 0, build_dir: str | Path | None = None) -> float:
+    """Max |C - onnxruntime| over ``n`` random observations (host gcc build of the generated code)."""
+    import onnxruntime as ort
+
+    from deploy.crazyflie.example_model import random_observations
+    from deploy.crazyflie.host import HostController
+
+    tmp = None
+    if build_dir is None:
+        tmp = tempfile.mkdtemp(prefix="robot_hrl_host_")
+        build_dir = tmp
+    try:
+        lib = HostController.build(project, build_dir)
+        x = random_observations(n, project.model.input_size, seed)
+        session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+        name = session.get_inputs()[0].name
+        fixed = session.get_inputs()[0].shape[0]
+        if isinstance(fixed, int) and fixed == 1:
+            ref = np.concatenate([session.run(None, {name: x[k:k + 1]})[0] for k in range(n)])
+        else:
+            ref = session.run(None, {name: x})[0]
+        return float(np.max(np.abs(lib.forward(x) - ref)))
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def export_c(model: str | Path, out: str | Path, *, size_check: bool = True, parity_check: bool = True,
+             parity_samples: int = DEFAULT_PARITY_SAMPLES, flash_budget_kb: float = DEFAULT_FLASH_BUDGET_KB,
+             ram_budget_kb: float = DEFAULT_RAM_BUDGET_KB,
+             time_budget_us: float = DEFAULT_TIME_BUDGET_US) -> ExportResult:
+    """Generate, check parity on the host, cross-compile and check the budgets; write report.json."""
+    project = generate_project(model, out)
+    cost = inference_cost(project.model)
+    parity = None
+    if parity_check:
+        parity = host_parity(project, model, parity_samples, build_dir=project.out_dir / "build_host")
+        if not parity <= PARITY_TOLERANCE:
+            raise CodegenError(f"the generated C differs from onnxruntime by {parity:.3g} (> {PARITY_TOLERANCE:g}) on "
+                               f"{parity_samples} random observations; please report this with the model")
+    size = None
+    if size_check:
+        size = arm_size_report(project, project.out_dir / "build_size")
+    result = ExportResult(project=project, cost=cost, size=size, parity_max_abs=parity, parity_samples=parity_samples)
+    (project.out_dir / "report.json").write_text(json.dumps(result.as_dict(), indent=2) + "\n")
+    if size is not None:
+        check_budget(size, flash_budget_kb, ram_budget_kb)
+    if cost.microseconds() > time_budget_us:
+        raise BudgetError(f"estimated inference time {cost.microseconds():.0f} us exceeds the time budget "
+                          f"{time_budget_us:g} us (one 1 kHz stabilizer tick is 1000 us); {cost.summary()}. "
+                          "Train a smaller network or raise --time-budget-us")
+    return result
+
+
+class ExportC:
+    name = "export-c"
+    help = ("Generate C code for the Crazyflie from an exported policy: weights, forward pass, the contract's "
+            "observation/action mapping and an out-of-tree crazyflie-firmware controller; check parity with "
+            "onnxruntime (host gcc), flash/RAM size (arm-none-eabi-gcc) and estimated time.")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("model", help="the exported policy, e.g. models/crazyflie_goto.onnx")
+        parser.add_argument("--out", default="build/crazyflie", help="output folder (out-of-tree build project)")
+        parser.add_argument("--flash-budget-kb", type=float, default=DEFAULT_FLASH_BUDGET_KB,
+                            help="fail when the controller's flash (text+rodata+data) exceeds this many KiB")
+        parser.add_argument("--ram-budget-kb", type=float, default=DEFAULT_RAM_BUDGET_KB,
+                            help="fail when the controller's RAM (data+bss) exceeds this many KiB")
+        parser.add_argument("--time-budget-us", type=float, default=DEFAULT_TIME_BUDGET_US,
+                            help="fail when the estimated inference time at 168 MHz exceeds this many microseconds")
+        parser.add_argument("--parity-samples", type=int, default=DEFAULT_PARITY_SAMPLES,
+                            help="random observations for the host parity check against onnxruntime")
+        parser.add_argument("--no-parity-check", action="store_true", help="skip the host gcc parity check")
+        parser.add_argument("--no-size-check", action="store_true",
+                            help="skip the arm-none-eabi-gcc size report and the flash/RAM budget")
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.parity_samples < 1:
+            raise CodegenError(f"--parity-samples must be at least 1, got {args.parity_samples}")
+        for flag in ("flash_budget_kb", "ram_budget_kb", "time_budget_us"):
+            if not getattr(args, flag) > 0:
+                raise CodegenError(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}")
+        result = export_c(args.model, args.out, size_check=not args.no_size_check,
+                          parity_check=not args.no_parity_check, parity_samples=args.parity_samples,
+                          flash_budget_kb=args.flash_budget_kb, ram_budget_kb=args.ram_budget_kb,
+                          time_budget_us=args.time_budget_us)
+        p = result.project
+        layers = " -> ".join([str(p.model.input_size)] + [str(d.weight.shape[0]) for d in p.model.dense_layers])
+        print(f"wrote {p.out_dir}/ (src/policy_model.c, src/policy_io.c, src/controller_policy.c, Makefile, Kbuild, "
+              f"app-config)")
+        print(f"network  {layers}, {result.cost.parameters} parameters")
+        if result.parity_max_abs is not None:
+            print(f"parity   max |C - onnxruntime| = {result.parity_max_abs:.3g} on {result.parity_samples} "
+                  f"observations (tolerance {PARITY_TOLERANCE:g})")
+        if result.size is not None:
+            print(f"size     {result.size.summary()} (budget {args.flash_budget_kb:g} KiB flash, "
+                  f"{args.ram_budget_kb:g} KiB RAM)")
+        print(f"time     {result.cost.summary()}")
+        print(f"next     make -C {p.out_dir} CRAZYFLIE_BASE=/path/to/crazyflie-firmware && "
+              f"robot-hrl flash --image {p.out_dir}/build/cf2.bin --uri radio://0/80/2M")
+        return 0
+
+
+class Flash:
+    name = "flash"
+    help = ("Flash the firmware built from the generated out-of-tree controller to a Crazyflie through cflib's "
+            "bootloader (Crazyradio or USB). --dry-run checks the image and shows what would be flashed.")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--uri", default="radio://0/80/2M", help="Crazyflie link URI (radio://... or usb://0)")
+        parser.add_argument("--image", default=str(DEFAULT_IMAGE),
+                            help="firmware image: build/cf2.bin from `make` in the export-c output folder")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="check the image and print what would be flashed; touch no radio")
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.dry_run:
+            check = check_image(args.image)
+            print("dry run: nothing is flashed")
+            print(check.describe())
+            print(f"target  STM32F405 (cf2, stm32, fw) of the Crazyflie at {args.uri}")
+            print("method  cflib.bootloader.Bootloader(uri).flash_full(warm=True, targets=[cf2/stm32/fw]); "
+                  "the Crazyflie reboots into the new firmware")
+            return 0
+        check = flash_image(args.image, args.uri,
+                            progress=lambda msg, pct: print(f"\r{pct:3d}% {msg}", end="", flush=True))
+        print(f"\nflashed {check.path} ({check.size} B, sha256 {check.sha256[:16]}...) to {args.uri}")
+        return 0
+
+
+EXPORT_C = ExportC()
+FLASH = Flash()
+
+__all__ = ["EXPORT_C", "FLASH", "ExportResult", "ToolchainError", "export_c", "host_parity"]
