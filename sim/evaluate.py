@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sim-to-sim evaluation of an exported go-to policy, in PyBullet or in the training simulator.
+r"""Sim-to-sim evaluation of an exported go-to policy, in PyBullet or in the training simulator.
 
     python sim/evaluate.py --model models/crazyflie_goto.onnx --sim pybullet --episodes 100 \
         --json runs/eval/pybullet.json --plots runs/eval/pybullet [--randomize] [--seed 0]
