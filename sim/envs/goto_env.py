@@ -1,0 +1,304 @@
+"""The ``crazyflie-goto`` environment: a batched torch quadrotor that flies to a goal and holds it.
+
+Implements rsl-rl-lib's ``VecEnv``: ``get_observations()`` returns a TensorDict with groups
+``policy`` (the contract's 22 observations, noisy, clipped) and ``critic`` (the same terms
+without noise, plus privileged information: the randomized parameters, the disturbances and
+the rotor speeds). ``step()`` returns ``(obs, rewards, dones, extras)`` and resets finished
+environments itself; ``extras["time_outs"]`` marks time-limit ends and ``extras["log"]``
+carries episode statistics. ``extras["episode_end"]`` holds per-environment final values
+(valid where ``dones``) for evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from rsl_rl.env import VecEnv
+from tensordict import TensorDict
+
+from robot_hrl.contract import GOTO_OBSERVATION_TERMS, goto_contract
+from robot_hrl.errors import ConfigError
+from robot_hrl.robots import get_robot
+from sim.envs import curriculum as curriculum_terms
+from sim.envs import dynamics
+from sim.envs.goto_env_cfg import GotoEnvCfg
+from sim.envs.math_utils import quat_from_rotvec, quat_mul
+from sim.envs.randomization import sample_parameters
+from sim.envs.terms import observations as obs_terms
+from sim.envs.terms import rewards as rew_terms
+from sim.envs.terms import terminations as term_terms
+
+PRIVILEGED_SIZE = 18
+"""mass, inertia (3), k_f, k_tau, motor tau, latency, force (3), torque (3), rotor speeds (4)."""
+
+
+class GotoEnv(VecEnv):
+    """Batched quadrotor go-to-goal task on CPU or CUDA."""
+
+    def __init__(self, cfg: GotoEnvCfg | None = None, num_envs: int = 1024, device: str | torch.device = "cpu", seed: int | None = None):
+        self.cfg = (cfg or GotoEnvCfg()).validate()
+        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
+        try:
+            self.device = torch.device(device)
+            torch.empty(0, device=self.device)
+        except (RuntimeError, AssertionError) as exc:
+            raise ConfigError(f"device {device!r} is not available ({exc}); use 'cpu' or an available 'cuda:N'") from None
+        self.num_envs = int(num_envs)
+        self.num_actions = 4
+        self.robot = get_robot(self.cfg.robot)
+        cmd = self.cfg.command
+        self.contract = goto_contract(self.robot, cmd.control_rate_hz, cmd.subgoal_radius_m)
+        self.observation_terms = GOTO_OBSERVATION_TERMS
+        obs_terms.check_terms(self.observation_terms)
+        self.step_dt = 1.0 / cmd.control_rate_hz
+        self.decimation = int(round(self.cfg.physics.physics_rate_hz / cmd.control_rate_hz))
+        self.physics_dt = self.step_dt / self.decimation
+        self.max_episode_length = int(round(cmd.episode_length_s / self.step_dt))
+        self.k = dynamics.RobotConstants.from_robot(self.robot, self.device)
+        self.floor_z = self.cfg.physics.ground_height_m + self.robot.body_height_m / 2.0
+        self.contact_height = self.floor_z + self.cfg.terminations.ground_contact_margin_m
+
+        if seed is None:
+            seed = int(torch.randint(0, 2**31 - 1, (1,)).item())
+        self.seed = int(seed)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(self.seed)
+
+        n, dev = self.num_envs, self.device
+        f32 = dict(dtype=torch.float32, device=dev)
+        # true state
+        self.position_w = torch.zeros((n, 3), **f32)
+        self.quat_wxyz = torch.zeros((n, 4), **f32)
+        self.quat_wxyz[:, 0] = 1.0
+        self.linear_velocity_w = torch.zeros((n, 3), **f32)
+        self.angular_velocity_b = torch.zeros((n, 3), **f32)
+        self.rotor_rpm = torch.full((n, 4), self.k.hover_rpm, **f32)
+        self.goal_w = torch.zeros((n, 3), **f32)
+        self.last_action = torch.zeros((n, 4), **f32)
+        self.episode_length_buf = torch.zeros(n, dtype=torch.long, device=dev)
+        self.common_step_counter = 0
+        max_latency = int(self.cfg.randomization.action_latency_steps_range[1]) if self.cfg.randomization.enabled else 0
+        self.action_buffer = torch.zeros((n, max_latency + 1, 4), **f32)
+        self._sq_error_sum = torch.zeros(n, **f32)
+        self.params = sample_parameters(self.cfg.randomization, n, self.generator, dev, self.k.motor_time_constant_s)
+        self._derive_parameters()
+        self._physics = torch.compile(dynamics.physics_substep, dynamic=False) if self.cfg.physics.compile else dynamics.physics_substep
+        self._noise = {
+            name: getattr(self.cfg.randomization.observation_noise, name)
+            for name in obs_terms.OBSERVATION_TERMS
+        } if self.cfg.randomization.enabled else None
+        self._reset_idx(torch.arange(n, device=dev))
+        self._obs = self._compute_observations()
+
+    # ---- VecEnv ---------------------------------------------------------------------------
+    def get_observations(self) -> TensorDict:
+        return self._obs
+
+    def reset(self) -> TensorDict:
+        """Reset every environment (new start states, goals and parameters); returns the observations."""
+        self._reset_idx(torch.arange(self.num_envs, device=self.device))
+        self._obs = self._compute_observations()
+        return self._obs
+
+    def step(self, actions) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+        actions = self._sanitize_actions(actions)
+        # action latency: the applied action is the one from `latency` control steps ago
+        if self.action_buffer.shape[1] > 1:
+            self.action_buffer = torch.roll(self.action_buffer, shifts=1, dims=1)
+            self.action_buffer[:, 0] = actions
+            applied = self.action_buffer[torch.arange(self.num_envs, device=self.device), self.params["action_latency_steps"]]
+        else:
+            applied = actions
+        wrench = dynamics.actions_to_wrench(applied, self.k.action_low, self.k.action_high)
+        thrust_cmd = dynamics.mix_wrench_to_rotor_thrusts(wrench, self.k.inverse_allocation_t, self.k.max_rotor_thrust_n)
+        rpm_cmd = dynamics.rotor_thrust_to_rpm(thrust_cmd, self.k.thrust_coefficient, self.k.rpm_min, self.k.rpm_max)
+
+        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
+        dist_scale = curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress)
+        force = self.params["disturbance_force_w"] * dist_scale
+        torque = self.params["disturbance_torque_b"] * dist_scale
+        pos, quat, vel, omega, rpm = self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.rotor_rpm
+        touched = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        for _ in range(self.decimation):
+            pos, quat, vel, omega, rpm, contact = self._physics(
+                pos, quat, vel, omega, rpm, rpm_cmd, self._motor_alpha, self._kf, self._ktau, self._mass, self._inertia,
+                force, torque, self.k.rotor_xy, self.k.spin, self.physics_dt, self.cfg.physics.gravity_mps2,
+                self.k.rpm_min, self.k.rpm_max, self.floor_z, self.cfg.physics.ground_friction,
+            )
+            touched |= contact
+        self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.rotor_rpm = pos, quat, vel, omega, rpm
+        self.episode_length_buf += 1
+        self.common_step_counter += 1
+
+        # terminations
+        tcfg = self.cfg.terminations
+        bad = term_terms.non_finite_state(pos, quat, vel, omega)
+        crashed = bad.clone()
+        if tcfg.terminate_on_ground_contact:
+            crashed |= touched | term_terms.ground_contact(pos, self.contact_height)
+        out = term_terms.out_of_bounds(pos, self.goal_w, tcfg.out_of_bounds_distance_m, tcfg.ceiling_m) & ~crashed
+        terminated = crashed | out
+        time_out = term_terms.time_out(self.episode_length_buf, self.max_episode_length) & ~terminated
+        dones = terminated | time_out
+
+        # rewards
+        distance = torch.linalg.vector_norm(self.goal_w - pos, dim=-1)
+        distance = torch.nan_to_num(distance, nan=1e3, posinf=1e3)
+        rewards = self._rewards(distance, actions, terminated, progress)
+        self._sq_error_sum += distance.square()
+
+        speed = torch.linalg.vector_norm(vel, dim=-1)
+        success = term_terms.success(distance, speed, self.cfg.success.position_tolerance_m, self.cfg.success.speed_tolerance_mps)
+        success &= time_out
+        steps = self.episode_length_buf.clamp(min=1).float()
+        episode_end = {
+            "dones": dones.clone(),
+            "success": success,
+            "crashed": crashed,
+            "out_of_bounds": out,
+            "time_out": time_out,
+            "final_position_error_m": distance,
+            "final_speed_mps": speed,
+            "rms_position_error_m": torch.sqrt(self._sq_error_sum / steps),
+            "episode_length": self.episode_length_buf.clone(),
+        }
+        extras: dict = {"time_outs": time_out, "episode_end": episode_end, "log": {"/curriculum/progress": progress}}
+        done_ids = dones.nonzero(as_tuple=False).squeeze(-1)
+        if done_ids.numel() > 0:
+            log = extras["log"]
+            log["/episode/success_rate"] = success[done_ids].float().mean()
+            log["/episode/crash_rate"] = crashed[done_ids].float().mean()
+            log["/episode/out_of_bounds_rate"] = out[done_ids].float().mean()
+            log["/episode/final_position_error_m"] = distance[done_ids].mean()
+            self._reset_idx(done_ids)
+        self.last_action = actions
+        if done_ids.numel() > 0:
+            self.last_action = self.last_action.clone()
+            self.last_action[done_ids] = 0.0
+        self._obs = self._compute_observations()
+        return self._obs, rewards, dones.long(), extras
+
+    # ---- internals ------------------------------------------------------------------------
+    def _sanitize_actions(self, actions) -> torch.Tensor:
+        """Accept any actions: tensors or arrays, NaN/inf replaced, clipped to [-1, 1]."""
+        try:
+            a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"actions must be a numeric tensor or array of shape ({self.num_envs}, 4); got {type(actions).__name__} ({exc})") from None
+        if a.dim() == 1 and self.num_envs == 1 and a.shape[0] == self.num_actions:
+            a = a.unsqueeze(0)
+        if a.shape != (self.num_envs, self.num_actions):
+            raise ValueError(
+                f"actions must have shape ({self.num_envs}, {self.num_actions}) (num_envs, [thrust, tau_x, tau_y, tau_z] "
+                f"normalized to [-1, 1]); got {tuple(a.shape)}"
+            )
+        # NaN -> 0 (mid-range), +inf -> 1, -inf -> -1, then the contract's clip
+        return torch.nan_to_num(a, nan=0.0, posinf=1.0, neginf=-1.0).clamp(-1.0, 1.0)
+
+    def _derive_parameters(self) -> None:
+        p, k = self.params, self.k
+        self._mass = k.mass_kg * p["mass_scale"]
+        self._inertia = k.inertia_kgm2 * p["inertia_scale"]
+        self._kf = k.thrust_coefficient * p["thrust_coefficient_scale"]
+        self._ktau = k.torque_to_thrust_m * p["torque_coefficient_scale"]
+        self._motor_alpha = 1.0 - torch.exp(-self.physics_dt / p["motor_time_constant_s"])
+
+    def _rewards(self, distance: torch.Tensor, actions: torch.Tensor, terminated: torch.Tensor, progress: float) -> torch.Tensor:
+        w = self.cfg.rewards
+        q = self.quat_wxyz
+        r22 = 1.0 - 2.0 * (q[:, 1].square() + q[:, 2].square())
+        action_rate_weight = w.action_rate_weight * curriculum_terms.ramp(self.cfg.curriculum.action_rate_weight_scale, progress)
+        r = w.position_coarse_weight * rew_terms.position_tanh(distance, w.position_coarse_scale_m)
+        r = r + w.position_fine_weight * rew_terms.position_tanh(distance, w.position_fine_scale_m)
+        r = r + w.velocity_weight * rew_terms.velocity_l2(self.linear_velocity_w).clamp(max=100.0)
+        r = r + w.angular_velocity_weight * rew_terms.angular_velocity_l2(self.angular_velocity_b).clamp(max=1e4)
+        r = r + w.tilt_weight * rew_terms.tilt(r22)
+        r = r + action_rate_weight * rew_terms.action_rate_l2(actions, self.last_action)
+        r = r + w.termination_weight * rew_terms.termination(terminated)
+        return torch.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0)
+
+    def _observation_inputs(self) -> dict[str, torch.Tensor]:
+        return {
+            "position_w": self.position_w,
+            "quat_wxyz": self.quat_wxyz,
+            "linear_velocity_w": self.linear_velocity_w,
+            "angular_velocity_b": self.angular_velocity_b,
+            "subgoal_w": self.goal_w,
+            "last_action": self.last_action,
+        }
+
+    def _compute_observations(self) -> TensorDict:
+        inputs = self._observation_inputs()
+        policy = obs_terms.compute_observation(self.observation_terms, inputs, self._noise, self.generator)
+        clean = obs_terms.compute_observation(self.observation_terms, inputs) if self._noise is not None else policy
+        p = self.params
+        rcfg = self.cfg.randomization
+        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
+        dist_scale = curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress)
+        privileged = torch.cat(
+            (
+                p["mass_scale"] - 1.0,
+                p["inertia_scale"] - 1.0,
+                p["thrust_coefficient_scale"] - 1.0,
+                p["torque_coefficient_scale"] - 1.0,
+                p["motor_time_constant_s"] / 0.1,
+                p["action_latency_steps"].float().unsqueeze(-1),
+                p["disturbance_force_w"] * dist_scale / max(rcfg.max_disturbance_force_n, 1e-9),
+                p["disturbance_torque_b"] * dist_scale / max(rcfg.max_disturbance_torque_nm, 1e-12),
+                self.rotor_rpm / self.k.rpm_max,
+            ),
+            dim=-1,
+        )
+        critic = torch.cat((clean, torch.nan_to_num(privileged)), dim=-1)
+        return TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)
+
+    def _reset_idx(self, ids: torch.Tensor) -> None:
+        n = int(ids.numel())
+        if n == 0:
+            return
+        g, dev, cmd = self.generator, self.device, self.cfg.command
+
+        def rand(*shape):
+            return torch.rand(shape, generator=g, device=dev)
+
+        new = sample_parameters(self.cfg.randomization, n, g, dev, self.k.motor_time_constant_s)
+        for key, value in new.items():
+            self.params[key][ids] = value
+        self._derive_parameters()
+
+        pos = torch.empty((n, 3), device=dev)
+        pos[:, :2] = (2.0 * rand(n, 2) - 1.0) * cmd.spawn_xy_half_extent_m
+        lo, hi = cmd.spawn_height_range_m
+        pos[:, 2] = lo + (hi - lo) * rand(n)
+        # attitude: random yaw, then a tilt of random size about a random horizontal axis
+        yaw = (2.0 * rand(n) - 1.0) * math.pi
+        q_yaw = torch.stack((torch.cos(yaw / 2), torch.zeros_like(yaw), torch.zeros_like(yaw), torch.sin(yaw / 2)), dim=-1)
+        axis_angle = 2.0 * math.pi * rand(n)
+        tilt = cmd.max_initial_tilt_rad * rand(n)
+        rotvec = torch.stack((torch.cos(axis_angle), torch.sin(axis_angle), torch.zeros_like(tilt)), dim=-1) * tilt.unsqueeze(-1)
+        quat = quat_mul(quat_from_rotvec(rotvec), q_yaw)
+        vel = _random_unit(n, g, dev) * (cmd.max_initial_speed_mps * rand(n, 1))
+        omega = (2.0 * rand(n, 3) - 1.0) * cmd.max_initial_body_rate_radps
+        radius = cmd.subgoal_radius_m * rand(n, 1).pow(1.0 / 3.0)
+        goal = pos + _random_unit(n, g, dev) * radius
+        goal[:, 2] = goal[:, 2].clamp(min=cmd.min_goal_height_m)
+
+        self.position_w[ids] = pos
+        self.quat_wxyz[ids] = quat
+        self.linear_velocity_w[ids] = vel
+        self.angular_velocity_b[ids] = omega
+        self.goal_w[ids] = goal
+        hover = torch.sqrt(self._mass[ids] * self.cfg.physics.gravity_mps2 / (4.0 * self._kf[ids]))
+        self.rotor_rpm[ids] = hover.expand(n, 4)
+        self.last_action[ids] = 0.0
+        self.action_buffer[ids] = 0.0
+        self.episode_length_buf[ids] = 0
+        self._sq_error_sum[ids] = 0.0
+
+
+def _random_unit(n: int, g: torch.Generator, dev) -> torch.Tensor:
+    v = torch.randn((n, 3), generator=g, device=dev)
+    return v / torch.linalg.vector_norm(v, dim=-1, keepdim=True).clamp(min=1e-6)

@@ -1,0 +1,1 @@
+"""Observation, reward and termination terms: small pure functions composed by configuration."""

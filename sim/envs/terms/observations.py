@@ -1,0 +1,76 @@
+"""Observation terms, torch implementation (the simulator side).
+
+Twins of ``robot_hrl.contract.observations`` with the SAME names and the same input keys
+(position_w, quat_wxyz, linear_velocity_w, angular_velocity_b, subgoal_w, last_action);
+``tests/test_observation_parity.py`` proves they agree with the numpy terms.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from robot_hrl.contract.schema import ObservationTerm
+from robot_hrl.errors import ObservationError
+from sim.envs.math_utils import rotation_matrix_from_quat
+
+ObservationInputs = dict[str, torch.Tensor]
+
+
+def subgoal_error_w(x: ObservationInputs) -> torch.Tensor:
+    """Subgoal minus position, world ENU, m."""
+    return x["subgoal_w"] - x["position_w"]
+
+
+def rotation_matrix_wb(x: ObservationInputs) -> torch.Tensor:
+    """Body-to-world rotation matrix, row-major (9)."""
+    r = rotation_matrix_from_quat(x["quat_wxyz"])
+    return r.reshape(r.shape[:-2] + (9,))
+
+
+def linear_velocity_w(x: ObservationInputs) -> torch.Tensor:
+    """Linear velocity, world ENU, m/s."""
+    return x["linear_velocity_w"]
+
+
+def angular_velocity_b(x: ObservationInputs) -> torch.Tensor:
+    """Body rates, body FLU, rad/s."""
+    return x["angular_velocity_b"]
+
+
+def last_action(x: ObservationInputs) -> torch.Tensor:
+    """The policy's previous normalized output, in [-1, 1]."""
+    return x["last_action"]
+
+
+OBSERVATION_TERMS: dict[str, Callable[[ObservationInputs], torch.Tensor]] = {
+    fn.__name__: fn for fn in (subgoal_error_w, rotation_matrix_wb, linear_velocity_w, angular_velocity_b, last_action)
+}
+
+
+def check_terms(terms: Sequence[ObservationTerm]) -> None:
+    """Raise if the contract names a term the simulator does not implement."""
+    for term in terms:
+        if term.name not in OBSERVATION_TERMS:
+            raise ObservationError(
+                f"the contract asks for observation term {term.name!r}, which the torch simulator does not "
+                f"implement (known: {sorted(OBSERVATION_TERMS)}); add its twin to sim/envs/terms/observations.py"
+            )
+
+
+def compute_observation(
+    terms: Sequence[ObservationTerm],
+    inputs: ObservationInputs,
+    noise_std: dict[str, float] | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Concatenate the contract's terms in order; Gaussian noise (if any) is added before clipping."""
+    parts = []
+    for term in terms:
+        value = OBSERVATION_TERMS[term.name](inputs)
+        std = 0.0 if noise_std is None else float(noise_std.get(term.name, 0.0))
+        if std > 0.0:
+            value = value + std * torch.randn(value.shape, generator=generator, device=value.device, dtype=value.dtype)
+        parts.append(value.clamp(term.clip[0], term.clip[1]))
+    return torch.cat(parts, dim=-1)

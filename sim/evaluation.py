@@ -1,0 +1,81 @@
+"""Whole-episode evaluation of a policy in a batched environment.
+
+``evaluate(env, act_fn, num_episodes)`` resets the environment, then steps it; each
+environment contributes its first ``ceil(num_episodes / num_envs)`` finished episodes, so
+every episode runs from a fresh start state to its end (crash, out of bounds or time-out).
+``act_fn`` maps the ``policy`` observation tensor (num_envs, 22) to actions (num_envs, 4).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+from robot_hrl.errors import ConfigError
+
+
+@torch.inference_mode()
+def evaluate(env, act_fn: Callable[[torch.Tensor], torch.Tensor], num_episodes: int, progress: bool = False) -> dict:
+    """Run ``num_episodes`` whole episodes; return success_rate, crash_rate, mean_final_position_error_m,
+    rms_tracking_error_m, out_of_bounds_rate, mean_final_speed_mps, mean_episode_length_s, num_episodes."""
+    if not isinstance(num_episodes, int) or isinstance(num_episodes, bool) or num_episodes < 1:
+        raise ConfigError(f"num_episodes must be a positive integer, got {num_episodes!r}")
+    n = env.num_envs
+    rounds = math.ceil(num_episodes / n)
+    keys = ("success", "crashed", "out_of_bounds", "final_position_error_m", "final_speed_mps", "rms_position_error_m", "episode_length")
+    collected: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
+    total = 0
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=num_episodes, desc="evaluate", unit="ep", leave=False)
+    obs = env.reset()["policy"]
+    count = torch.zeros(n, dtype=torch.long, device=env.device)
+    max_steps = rounds * int(env.max_episode_length) + 1
+    for _ in range(max_steps):
+        actions = act_fn(obs)
+        out, _, dones, extras = env.step(actions)
+        obs = out["policy"]
+        end = extras["episode_end"]
+        take = dones.bool() & (count < rounds)
+        if take.any():
+            idx = take.nonzero(as_tuple=False).squeeze(-1)
+            for k in keys:
+                collected[k].append(end[k][idx].detach().float().cpu())
+            count[idx] += 1
+            total += int(idx.numel())
+            if bar is not None:
+                bar.update(min(int(idx.numel()), max(0, num_episodes - bar.n)))
+        if bool((count >= rounds).all()):
+            break
+    if bar is not None:
+        bar.close()
+    data = {k: torch.cat(v)[:num_episodes] if v else torch.zeros(0) for k, v in collected.items()}
+    m = int(data["success"].numel())
+    if m == 0:
+        raise RuntimeError("no episode finished during evaluation; is env.max_episode_length set?")
+    step_dt = float(getattr(env, "step_dt", 0.0)) or 1.0
+    return {
+        "num_episodes": m,
+        "success_rate": float(data["success"].mean()),
+        "crash_rate": float(data["crashed"].mean()),
+        "out_of_bounds_rate": float(data["out_of_bounds"].mean()),
+        "mean_final_position_error_m": float(data["final_position_error_m"].mean()),
+        "median_final_position_error_m": float(data["final_position_error_m"].median()),
+        "mean_final_speed_mps": float(data["final_speed_mps"].mean()),
+        "rms_tracking_error_m": float(data["rms_position_error_m"].square().mean().sqrt()),
+        "mean_episode_length_s": float(data["episode_length"].mean()) * step_dt,
+    }
+
+
+def policy_act_fn(policy) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Wrap an rsl_rl actor (MLPModel, which reads a TensorDict) as an act_fn on the policy tensor."""
+    from tensordict import TensorDict
+
+    def act(obs: torch.Tensor) -> torch.Tensor:
+        return policy(TensorDict({"policy": obs}, batch_size=[obs.shape[0]], device=obs.device))
+
+    return act

@@ -1,0 +1,385 @@
+#!/usr/bin/env python
+"""Train a skill with PPO (rsl-rl-lib OnPolicyRunner) in the batched torch simulator.
+
+Examples (from the repository root):
+
+    python sim/train.py                                   # crazyflie-goto, CPU, runs/crazyflie_goto
+    python sim/train.py --num-envs 4096 --max-iterations 300 --run-dir runs/my_run
+    python sim/train.py --target-success 0.95             # stop when an evaluation reaches 95 %
+    python sim/train.py --resume runs/my_run              # continue from the latest checkpoint
+    torchrun --nproc_per_node=4 sim/train.py --distributed --device cuda   # one process per GPU
+
+At the end the policy is evaluated on --eval-episodes whole episodes with domain
+randomization on; the result is printed and written to <run-dir>/eval.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import io
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(_REPO_ROOT) not in sys.path:  # `python sim/train.py` from anywhere
+    sys.path.insert(0, str(_REPO_ROOT))
+
+DEFAULT_TASK = "crazyflie-goto"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python sim/train.py",
+        description=__doc__.split("\n\n")[0] + " Writes checkpoints, TensorBoard logs, run_config.json and eval.json to --run-dir.",
+        epilog="Run dir contents: model_<it>.pt (rsl_rl checkpoints), run_config.json, eval.json, TensorBoard events "
+        "(tensorboard --logdir <run-dir>). Load a run in Python with sim.runs.load_run(run_dir).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--task", default=DEFAULT_TASK, help="task name: 'crazyflie-goto', or an Isaac Lab task (Isaac-...) when Isaac Lab is installed")
+    p.add_argument("--num-envs", type=int, default=4096, help="parallel environments")
+    p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N")
+    p.add_argument("--max-iterations", type=int, default=300, help="PPO iterations (each: num_steps_per_env x num_envs env steps)")
+    p.add_argument("--seed", type=int, default=0, help="random seed; same seed + same device => same result")
+    p.add_argument("--run-dir", default=None, help="output directory (default runs/<task with _>)")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR_OR_CHECKPOINT", help="continue from a checkpoint file or the latest checkpoint of a run dir")
+    p.add_argument("--target-success", type=float, default=None, metavar="X", help="stop as soon as an evaluation reaches success rate X (0..1)")
+    p.add_argument("--eval-interval", type=int, default=10, help="iterations between evaluations during training (with --target-success)")
+    p.add_argument("--eval-episodes", type=int, default=1000, help="episodes of the final evaluation (randomization on)")
+    p.add_argument("--eval-episodes-during-training", type=int, default=500, help="episodes of each evaluation during training")
+    p.add_argument("--no-randomization", action="store_true", help="train on the nominal robot (no domain randomization, noise, latency)")
+    p.add_argument("--env-cfg", default=None, metavar="JSON", help="JSON file or string of env cfg overrides, e.g. '{\"curriculum\": {\"ramp_steps\": 5000}}'")
+    p.add_argument("--agent-cfg", default=None, metavar="JSON", help="JSON file or string merged into the rsl_rl train cfg, e.g. '{\"num_steps_per_env\": 32}'")
+    p.add_argument("--compile", action="store_true", help="torch.compile the physics step (faster at large batch; slower start)")
+    p.add_argument("--distributed", action="store_true", help="multi-GPU data-parallel training; launch with torchrun --nproc_per_node=N")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
+    return p
+
+
+def _json_arg(text: str | None, what: str) -> dict:
+    from robot_hrl.errors import ConfigError
+
+    if text is None:
+        return {}
+    source = Path(text).read_text() if Path(text).is_file() else text
+    try:
+        value = json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{what} is neither a JSON file nor a JSON string ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _deep_update(base: dict, override: dict) -> dict:
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _deep_update(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=_REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def validate_args(args) -> None:
+    from robot_hrl.errors import ConfigError
+
+    if args.num_envs < 1:
+        raise ConfigError(f"--num-envs must be >= 1, got {args.num_envs}")
+    if args.max_iterations < 1:
+        raise ConfigError(f"--max-iterations must be >= 1, got {args.max_iterations}")
+    if args.target_success is not None and not 0.0 < args.target_success <= 1.0:
+        raise ConfigError(f"--target-success must be in (0, 1], got {args.target_success}")
+    if args.eval_interval < 1 or args.eval_episodes < 1 or args.eval_episodes_during_training < 1:
+        raise ConfigError("--eval-interval, --eval-episodes and --eval-episodes-during-training must be >= 1")
+
+
+class Timers:
+    """Where training time goes."""
+
+    def __init__(self) -> None:
+        self.simulation_s = 0.0
+        self.inference_s = 0.0
+        self.ppo_update_s = 0.0
+        self.evaluation_s = 0.0
+        self.other_s = 0.0
+
+    def as_dict(self) -> dict:
+        return {k: round(v, 3) for k, v in vars(self).items()}
+
+
+def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_progress: bool = True) -> int:
+    """OnPolicyRunner.learn with a progress bar, a time breakdown and a stop hook.
+
+    The same rollout / update / log / save sequence as rsl_rl's ``OnPolicyRunner.learn``;
+    ``on_iteration(it, stats) -> bool`` stops training when it returns True.
+    Returns the number of iterations done.
+    """
+    import torch
+    from rsl_rl.utils import check_nan
+    from tqdm import tqdm
+
+    cfg = runner.cfg
+    obs = env.get_observations().to(runner.device)
+    runner.alg.train_mode()
+    if runner.is_distributed:
+        runner.alg.broadcast_parameters()
+    with contextlib.redirect_stdout(io.StringIO()):
+        runner.logger.init_logging_writer()
+    start_it = runner.current_learning_iteration
+    total_it = start_it + num_iterations
+    main = not runner.is_distributed or runner.gpu_global_rank == 0
+    bar = tqdm(total=num_iterations, desc="train", unit="it", disable=not (show_progress and main), dynamic_ncols=True)
+    window = deque(maxlen=5)  # per-iteration (successes, episodes)
+    done_its = 0
+    for it in range(start_it, total_it):
+        t0 = time.perf_counter()
+        successes = episodes = 0
+        with torch.inference_mode():
+            for _ in range(cfg["num_steps_per_env"]):
+                ta = time.perf_counter()
+                actions = runner.alg.act(obs)
+                tb = time.perf_counter()
+                obs, rewards, dones, extras = env.step(actions.to(env.device))
+                tc = time.perf_counter()
+                if cfg.get("check_for_nan", True):
+                    check_nan(obs, rewards, dones)
+                obs, rewards, dones = obs.to(runner.device), rewards.to(runner.device), dones.to(runner.device)
+                runner.alg.process_env_step(obs, rewards, dones, extras)
+                runner.logger.process_env_step(rewards, dones, extras, None)
+                end = extras.get("episode_end")
+                if end is not None:
+                    d = dones.bool()
+                    successes += int(end["success"][d].sum())
+                    episodes += int(d.sum())
+                td = time.perf_counter()
+                timers.inference_s += (tb - ta) + (td - tc)
+                timers.simulation_s += tc - tb
+            t1 = time.perf_counter()
+            runner.alg.compute_returns(obs)
+        loss_dict = runner.alg.update()
+        t2 = time.perf_counter()
+        timers.inference_s += 0.0
+        timers.ppo_update_s += t2 - t1
+        runner.current_learning_iteration = it
+        with contextlib.redirect_stdout(io.StringIO()):
+            runner.logger.log(
+                it=it, start_it=start_it, total_it=total_it, collect_time=t1 - t0, learn_time=t2 - t1,
+                loss_dict=loss_dict, learning_rate=runner.alg.learning_rate,
+                action_std=runner.alg.get_policy().output_std, rnd_weight=None,
+            )
+        if runner.logger.writer is not None and it % cfg["save_interval"] == 0:
+            runner.save(os.path.join(runner.logger.log_dir, f"model_{it}.pt"))
+        window.append((successes, episodes))
+        s, e = sum(x[0] for x in window), sum(x[1] for x in window)
+        train_success = s / e if e else float("nan")
+        mean_reward = float(sum(runner.logger.rewbuffer) / len(runner.logger.rewbuffer)) if runner.logger.rewbuffer else float("nan")
+        if runner.logger.writer is not None:
+            runner.logger.writer.add_scalar("Train/success_rate_rolling", train_success, it)
+        stats = {"train_success": train_success, "mean_reward": mean_reward}
+        done_its += 1
+        stop = bool(on_iteration(it, stats))
+        bar.set_postfix(success=f"{train_success:.2f}", reward=f"{mean_reward:.1f}", **({"eval": f"{stats['eval_success']:.3f}"} if "eval_success" in stats else {}))
+        bar.update(1)
+        if not show_progress and main:
+            print(f"it {it}: train success {train_success:.3f}, mean episode reward {mean_reward:.1f}" + (f", eval success {stats['eval_success']:.3f}" if "eval_success" in stats else ""), flush=True)
+        if stop:
+            break
+    bar.close()
+    if runner.logger.writer is not None:
+        runner.save(os.path.join(runner.logger.log_dir, f"model_{runner.current_learning_iteration}.pt"))
+        runner.logger.stop_logging_writer()
+    return done_its
+
+
+def make_eval_env(task: str, env_cfg_dict: dict, num_envs: int, device: str, seed: int):
+    """Evaluation env: training config with the curriculum at its final values."""
+    from sim.tasks import make_env
+
+    cfg = copy.deepcopy(env_cfg_dict)
+    if "curriculum" in cfg:
+        cfg["curriculum"]["enabled"] = False
+    return make_env(task, num_envs=num_envs, device=device, cfg=cfg, seed=seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from robot_hrl.errors import RobotHrlError
+
+    try:
+        return run(args, argv)
+    except RobotHrlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run(args, argv: list[str] | None = None) -> int:
+    import torch
+    from rsl_rl.runners import OnPolicyRunner
+
+    from robot_hrl.errors import ConfigError
+    from sim.envs.goto_env_cfg import GotoEnvCfg
+    from sim.evaluation import evaluate, policy_act_fn
+    from sim.runs import EVAL_FILE, RUN_CONFIG, latest_checkpoint
+    from sim.tasks import TASKS, default_agent_cfg, make_env
+
+    validate_args(args)
+    rank, world = 0, 1
+    device = args.device
+    if args.distributed:
+        from sim.distributed import setup_distributed
+
+        rank, world, device = setup_distributed(args.device)
+    elif int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ConfigError("WORLD_SIZE > 1 is set (torchrun?) but --distributed was not given; add --distributed")
+    main_process = rank == 0
+    seed = args.seed + rank
+    seed_everything(seed)
+
+    # configs
+    env_cfg_dict: dict | None = None
+    if args.task in TASKS:
+        base = GotoEnvCfg().to_dict()
+        _deep_update(base, _json_arg(args.env_cfg, "--env-cfg"))
+        if args.no_randomization:
+            base["randomization"]["enabled"] = False
+        if args.compile:
+            base["physics"]["compile"] = True
+        env_cfg_dict = GotoEnvCfg.from_dict(base).validate().to_dict()
+    elif args.env_cfg or args.no_randomization or args.compile:
+        raise ConfigError("--env-cfg, --no-randomization and --compile apply to the built-in tasks only")
+    agent_cfg = default_agent_cfg(args.task)
+    _deep_update(agent_cfg, _json_arg(args.agent_cfg, "--agent-cfg"))
+    saved_agent_cfg = copy.deepcopy(agent_cfg)
+
+    run_dir = Path(args.run_dir or Path("runs") / args.task.replace("-", "_"))
+    if main_process:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    env = make_env(args.task, num_envs=args.num_envs, device=device, cfg=env_cfg_dict, seed=seed)
+    if env_cfg_dict is None:  # Isaac Lab: record what the adapter reports
+        env_cfg_dict = getattr(env, "cfg_dict", {})
+    runner = OnPolicyRunner(env, agent_cfg, log_dir=str(run_dir) if main_process else None, device=device)
+    if args.resume:
+        resume = Path(args.resume)
+        ckpt = latest_checkpoint(resume) if resume.is_dir() else resume
+        if not ckpt.is_file():
+            raise ConfigError(f"--resume {args.resume}: no such checkpoint file or run directory")
+        runner.load(str(ckpt), map_location=device)
+        runner.current_learning_iteration += 1
+        print(f"resumed from {ckpt} (iteration {runner.current_learning_iteration})")
+
+    if main_process:
+        config = {
+            "task": args.task,
+            "env_cfg": env_cfg_dict,
+            "agent_cfg": saved_agent_cfg,
+            "seed": args.seed,
+            "device": str(device),
+            "num_envs": args.num_envs,
+            "world_size": world,
+            "command": " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]) if argv is None else "python sim/train.py " + " ".join(shlex.quote(a) for a in argv),
+            "git_commit": _git_commit(),
+            "torch_version": torch.__version__,
+        }
+        (run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2))
+
+    eval_env = None
+    timers = Timers()
+    history: list[dict] = []
+
+    def policy_eval(num_episodes: int) -> dict:
+        nonlocal eval_env
+        t = time.perf_counter()
+        if eval_env is None:
+            eval_env = make_eval_env(args.task, env_cfg_dict, min(num_episodes, 1000), device, seed + 10_000)
+        policy = runner.get_inference_policy(device=device)
+        result = evaluate(eval_env, policy_act_fn(policy), num_episodes)
+        runner.alg.train_mode()
+        timers.evaluation_s += time.perf_counter() - t
+        return result
+
+    def on_iteration(it: int, stats: dict) -> bool:
+        if args.target_success is None:
+            return False
+        due = (it + 1) % args.eval_interval == 0
+        promising = stats["train_success"] == stats["train_success"] and stats["train_success"] >= args.target_success - 0.1
+        if not (due or promising):
+            return False
+        result = policy_eval(args.eval_episodes_during_training)
+        stats["eval_success"] = result["success_rate"]
+        history.append({"iteration": it, **result})
+        if runner.logger.writer is not None:
+            runner.logger.writer.add_scalar("Eval/success_rate", result["success_rate"], it)
+        reached = result["success_rate"] >= args.target_success
+        if world > 1:
+            flag = torch.tensor(float(reached), device=device)
+            torch.distributed.broadcast(flag, src=0)
+            reached = bool(flag.item())
+        return reached
+
+    t_start = time.perf_counter()
+    iterations = learn(runner, env, args.max_iterations, timers, on_iteration, show_progress=not args.no_progress)
+    train_wall = time.perf_counter() - t_start
+    timers.other_s = max(0.0, train_wall - timers.simulation_s - timers.inference_s - timers.ppo_update_s - timers.evaluation_s)
+    env_steps = iterations * agent_cfg["num_steps_per_env"] * args.num_envs * world
+
+    if main_process:
+        t = time.perf_counter()
+        result = policy_eval(args.eval_episodes)
+        final_eval_s = time.perf_counter() - t
+        report = {
+            "task": args.task,
+            **result,
+            "train_wall_time_s": round(train_wall, 3),
+            "final_eval_wall_time_s": round(final_eval_s, 3),
+            "env_steps": env_steps,
+            "iterations": iterations,
+            "num_envs": args.num_envs,
+            "device": str(device),
+            "seed": args.seed,
+            "randomization": bool((env_cfg_dict or {}).get("randomization", {}).get("enabled", True)),
+            "target_success": args.target_success,
+            "target_reached": None if args.target_success is None else any(h["success_rate"] >= args.target_success for h in history),
+            "time_breakdown_s": timers.as_dict(),
+            "evaluations_during_training": history,
+            "checkpoint": str(latest_checkpoint(run_dir)),
+        }
+        (run_dir / EVAL_FILE).write_text(json.dumps(report, indent=2))
+        print(
+            f"\n{args.task}: success {result['success_rate']:.3f}, crash {result['crash_rate']:.3f}, "
+            f"final position error {result['mean_final_position_error_m']:.3f} m over {result['num_episodes']} episodes; "
+            f"trained {iterations} iterations / {env_steps} env steps in {train_wall:.1f} s "
+            f"(simulation {timers.simulation_s:.1f} s, inference {timers.inference_s:.1f} s, PPO update {timers.ppo_update_s:.1f} s, "
+            f"evaluation {timers.evaluation_s:.1f} s)\nwrote {run_dir / EVAL_FILE}"
+        )
+    if world > 1:
+        torch.distributed.barrier()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
