@@ -167,6 +167,16 @@ def _number(token: str, what: str, statement: str) -> float:
     return value
 
 
+def _looks_numeric(token: str) -> bool:
+    if re.fullmatch(r"[-+]?[\d.].*", token):
+        return True
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
 def _landmark_name(words: list[str]) -> str:
     words = [w for w in words if w.lower() not in ("the", "a", "an")]
     return "_".join(w.lower() for w in words)
@@ -198,7 +208,7 @@ def _parse_statement(statement: str) -> TaskStep:
     if verb == "goto":
         if not args:
             raise PlanningError(f"in {statement!r}: goto needs a target: `goto X Y Z`, `goto X Y` or `goto red_box`")
-        if re.fullmatch(r"[-+]?[\d.].*", args[0]):
+        if _looks_numeric(args[0]):
             if len(args) not in (2, 3):
                 raise PlanningError(f"in {statement!r}: goto takes 2 or 3 coordinates (X Y [Z]), got {len(args)}")
             xyz = [_number(a, "coordinate", statement) for a in args]
