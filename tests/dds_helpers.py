@@ -281,7 +281,41 @@ def _role_clock() -> None:
     node.spin()
 
 
-ROLES = {"echo": _role_echo, "talk": _role_talk, "talk_domains": _role_talk_domains, "malformed": _role_malformed,
+def _role_stream(count: str) -> None:
+    """Publish ``count`` Odometry, Image and DiagnosticArray messages (reliable, deep history) once
+    each topic has a subscriber, then a latched Path."""
+    import numpy as np
+
+    from robot_hrl.msgs import DiagnosticArray, DiagnosticStatus, KeyValue, Odometry, Path, PoseStamped, image_from_array
+    from robot_hrl.transport import LATCHED_QOS, QoS, create_node
+
+    node = create_node("streamer", backend="cyclonedds")
+    deep = QoS(depth=1000)
+    odom = node.create_publisher(Odometry, "/odom", deep)
+    image = node.create_publisher(type(image_from_array(np.zeros((1, 1, 3), np.uint8))), "/camera/image_raw", deep)
+    diag = node.create_publisher(DiagnosticArray, "/diagnostics", deep)
+    plan = node.create_publisher(Path, "/plan", LATCHED_QOS)
+    path = Path()
+    path.header.frame_id = "map"
+    path.poses = [PoseStamped() for _ in range(3)]
+    path.poses[2].pose.position.x = 2.0
+    plan.publish(path)
+    _stop_on_stdin_eof(node.shutdown)
+    print("READY", flush=True)
+    node.spin(until=lambda: all(p.get_subscription_count() > 0 for p in (odom, image, diag)))
+    for i in range(int(count)):
+        msg = Odometry()
+        msg.header.stamp.sec = i
+        msg.pose.pose.position.x = float(i)
+        odom.publish(msg)
+        image.publish(image_from_array(np.full((4, 6, 3), i, np.uint8), "rgb8", stamp_s=i))
+        diag.publish(DiagnosticArray(status=[DiagnosticStatus(level=i % 3, name=f"shield {i}",
+                                                              values=[KeyValue("k", str(i))])]))
+    print("SENT", flush=True)
+    node.spin()
+
+
+ROLES = {"stream": _role_stream, "echo": _role_echo, "talk": _role_talk, "talk_domains": _role_talk_domains, "malformed": _role_malformed,
          "latched": _role_latched, "clock": _role_clock}
 
 if __name__ == "__main__":

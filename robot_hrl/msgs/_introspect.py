@@ -49,4 +49,6 @@ def kind_of(tp) -> FieldKind:
 @functools.lru_cache(maxsize=None)
 def message_fields(cls: type) -> tuple[tuple[str, FieldKind], ...]:
     """The (name, kind) of every field of a message class, in declaration (= wire) order."""
-    return tuple((name, kind_of(tp)) for name, tp in get_extended_type_hints(cls).items())
+    as_bytes = getattr(cls, "_bytes_fields", ())
+    return tuple((name, FieldKind("bytes", prim="uint8") if name in as_bytes else kind_of(tp))
+                 for name, tp in get_extended_type_hints(cls).items())

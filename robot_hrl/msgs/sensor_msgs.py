@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import cyclonedds.idl.types as t
 from cyclonedds.idl import IdlStruct
+from cyclonedds.idl._machinery import BytesMachine, StructMachine
 
 from robot_hrl.msgs._base import dds_typename, register
 from robot_hrl.msgs.std_msgs import Header
@@ -14,7 +15,8 @@ from robot_hrl.msgs.std_msgs import Header
 @register
 @dataclass
 class Image(IdlStruct, typename=dds_typename("sensor_msgs/msg/Image")):
-    """``data`` is ``bytes`` (on the wire a ``sequence<uint8>``, as in ROS), for speed."""
+    """``data`` is a ``sequence<uint8>`` as in ROS; decoded messages hold it as ``bytes`` (fast),
+    and ``bytes``, ``bytearray``, a memoryview or a list of ints may be given."""
 
     header: Header = field(default_factory=Header)
     height: t.uint32 = 0
@@ -22,7 +24,7 @@ class Image(IdlStruct, typename=dds_typename("sensor_msgs/msg/Image")):
     encoding: str = ""
     is_bigendian: t.uint8 = 0
     step: t.uint32 = 0
-    data: bytes = b""
+    data: t.sequence[t.uint8] = b""
 
 
 @register
@@ -44,3 +46,24 @@ class BatteryState(IdlStruct, typename=dds_typename("sensor_msgs/msg/BatteryStat
     cell_temperature: t.sequence[t.float32] = field(default_factory=list)
     location: str = ""
     serial_number: str = ""
+
+
+class _Uint8SequenceAsBytes(BytesMachine):
+    """``sequence<uint8>`` on the wire (uint32 length, raw bytes), ``bytes`` in Python: the stock
+    machine decodes one int per byte, far too slow for camera images."""
+
+    def serialize(self, buffer, value, *args, **kwargs):
+        super().serialize(buffer, value if isinstance(value, (bytes, bytearray)) else bytes(value), *args, **kwargs)
+
+
+def _decode_as_bytes(cls, field: str) -> None:
+    idl = cls.__idl__
+    idl.populate()
+    for machine in (idl.v1_machine, idl.v2_machine):
+        if not isinstance(machine, StructMachine) or field not in machine.members_machines:
+            raise RuntimeError(f"cyclonedds changed its internals: cannot speed up {cls.__name__}.{field}")
+        machine.members_machines[field] = _Uint8SequenceAsBytes()
+    cls._bytes_fields = (*getattr(cls, "_bytes_fields", ()), field)
+
+
+_decode_as_bytes(Image, "data")

@@ -26,6 +26,7 @@ import logging
 import math
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from cyclonedds.core import DDSException, GuardCondition, InstanceState, ReadCondition, SampleState, ViewState, WaitSet
@@ -40,7 +41,7 @@ from cyclonedds.util import duration
 from cyclonedds._clayer import ddspy_take, ddspy_write  # raw CDR in and out: decode errors stay ours
 
 from robot_hrl.errors import RobotHrlError
-from robot_hrl.msgs import Clock, MessageTypeError, ros_type_name, seconds_from_time
+from robot_hrl.msgs import Clock, MessageTypeError, ros_type_from_dds, ros_type_name, seconds_from_time
 from robot_hrl.transport.dds_config import check_domain_id, domain_id_from_env
 from robot_hrl.transport.interface import (
     COMMAND_QOS,
@@ -105,6 +106,21 @@ class _Participant:
                                  "(robot_hrl.transport.dds_config.loopback_config() is a known-good profile)") from exc
         self.topics: dict[str, Topic] = {}
         self.users = 0
+        self._graph_readers = None
+
+    def endpoints(self, publications: bool = True) -> list:
+        """The DCPSPublication (or DCPSSubscription) samples of the alive endpoints on the domain,
+        ours included."""
+        from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication, BuiltinTopicDcpsSubscription
+
+        if self._graph_readers is None:
+            readers = []
+            for builtin in (BuiltinTopicDcpsPublication, BuiltinTopicDcpsSubscription):
+                reader = BuiltinDataReader(self.dp, builtin)
+                readers.append((reader, ReadCondition(reader, SampleState.Any | ViewState.Any | InstanceState.Alive)))
+            self._graph_readers = readers
+        reader, alive = self._graph_readers[0 if publications else 1]
+        return reader.read(N=100_000, condition=alive)
 
     def topic(self, name: str, msg_type: type) -> Topic:
         existing = self.topics.get(name)
@@ -138,6 +154,7 @@ def _release_participant(p: _Participant) -> None:
         if p.users <= 0 and _PARTICIPANTS.get(p.domain_id) is p:
             del _PARTICIPANTS[p.domain_id]
             p.topics.clear()
+            p._graph_readers = None
             p.dp = None  # the Python wrapper deletes the DDS entity and its children
 
 
@@ -146,6 +163,38 @@ def _check_msg_type(msg_type: Any) -> type:
         raise MessageTypeError(f"{msg_type!r} is not a message class; use one of robot_hrl.msgs (e.g. Odometry)")
     ros_type_name(msg_type)  # raises on a non-ROS DDS type name
     return msg_type
+
+
+@dataclass(frozen=True)
+class EndpointInfo:
+    """A publisher or subscription seen on the domain (cf. rclpy's TopicEndpointInfo)."""
+
+    topic_name: str
+    topic_type: str
+    qos: QoS
+
+
+def _our_qos(dds: Qos) -> QoS:
+    depth = 1
+    for policy in dds:
+        if isinstance(policy, Policy.History.KeepLast):
+            depth = policy.depth
+    return QoS(
+        Reliability.BEST_EFFORT if Policy.Reliability.BestEffort in dds else Reliability.RELIABLE,
+        Durability.TRANSIENT_LOCAL if Policy.Durability.TransientLocal in dds else Durability.VOLATILE,
+        depth=max(1, depth),
+    )
+
+
+def _ros_endpoint(sample) -> EndpointInfo | None:
+    name, typename = sample.topic_name, sample.type_name
+    if not name.startswith(ROS_TOPIC_PREFIX + "/"):
+        return None
+    try:
+        ros_type = ros_type_from_dds(typename)
+    except MessageTypeError:
+        return None
+    return EndpointInfo(name[len(ROS_TOPIC_PREFIX):], ros_type, _our_qos(sample.qos))
 
 
 # ---- entities -----------------------------------------------------------------------------------
@@ -371,6 +420,31 @@ class CycloneNode(Node):
         timer = CycloneTimer(self, period_s, callback)
         self._timers.append(timer)
         return timer
+
+    # ---- graph ----------------------------------------------------------------------------------
+    def get_topic_names_and_types(self) -> list[tuple[str, list[str]]]:
+        """ROS topics with a publisher or subscription on the domain, as rclpy returns them:
+        ``[("/odom", ["nav_msgs/msg/Odometry"]), ...]``, sorted by name."""
+        self._check_alive()
+        found: dict[str, set[str]] = {}
+        for publications in (True, False):
+            for sample in self._participant.endpoints(publications):
+                info = _ros_endpoint(sample)
+                if info is not None:
+                    found.setdefault(info.topic_name, set()).add(info.topic_type)
+        return [(name, sorted(types)) for name, types in sorted(found.items())]
+
+    def get_publishers_info_by_topic(self, topic: str) -> list[EndpointInfo]:
+        """The publishers of a (fully qualified) topic on the domain, with their QoS."""
+        self._check_alive()
+        infos = [_ros_endpoint(s) for s in self._participant.endpoints(True)]
+        return [i for i in infos if i is not None and i.topic_name == topic]
+
+    def get_subscriptions_info_by_topic(self, topic: str) -> list[EndpointInfo]:
+        """The subscriptions of a (fully qualified) topic on the domain, with their QoS."""
+        self._check_alive()
+        infos = [_ros_endpoint(s) for s in self._participant.endpoints(False)]
+        return [i for i in infos if i is not None and i.topic_name == topic]
 
     # ---- executor -----------------------------------------------------------------------------
     def spin_once(self, timeout_s: float = 0.0) -> None:
