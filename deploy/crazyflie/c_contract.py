@@ -150,7 +150,7 @@ def generate_contract_c(contract: PolicyContract, banner: str) -> tuple[str, str
 #define POLICY_DEG_TO_RAD {c_float(DEG_TO_RAD)}
 
 /* The contract's observation (skill '{contract.skill}', robot '{contract.robot.name}') from the firmware's
- * structures, each term clipped to its range. Returns false when any value is NaN or inf. */
+ * structures, each term clipped to its range. Returns false when any raw value is NaN or inf. */
 bool policyBuildObservation(const state_t *state, const sensorData_t *sensors, const setpoint_t *setpoint,
                             const float last_action[POLICY_ACTION_SIZE], float obs[POLICY_OBS_SIZE]);
 
@@ -167,14 +167,21 @@ bool policyAllFinite(const float *values, int n);
     if any(terms[t.name].needs_rotation for t in contract.observations):
         body.append(_ROTATION)
     offset = 0
+    clips: list[str] = []
     for term in contract.observations:
         ct = terms[term.name]
         lo, hi = c_float(term.clip[0]), c_float(term.clip[1])
-        body.append(f"  /* [{offset}:{offset + term.size}] {term.name} ({term.units}, {term.frame}): {ct.source};"
-                    f" clip [{term.clip[0]:g}, {term.clip[1]:g}] */")
+        body.append(f"  /* [{offset}:{offset + term.size}] {term.name} ({term.units}, {term.frame}): {ct.source} */")
         for k, expr in enumerate(ct.expressions):
-            body.append(f"  obs[{offset + k}] = policy_clip({expr}, {lo}, {hi});")
+            body.append(f"  obs[{offset + k}] = {expr};")
+        clips.append(f"  for (int i = {offset}; i < {offset + term.size}; ++i) obs[i] = policy_clip(obs[i], {lo}, {hi});"
+                     f"  /* {term.name} */")
         offset += term.size
+    body.append("  /* A NaN or inf anywhere in the raw state is a fault (checked before clipping, which would\n"
+                "   * turn an inf into a plausible value): the controller hands over to the PID. */")
+    body.append("  if (!policyAllFinite(obs, POLICY_OBS_SIZE)) {\n    return false;\n  }")
+    body.append("  /* Each term clipped to the contract's range. */")
+    body.extend(clips)
     map_lines = []
     for k, t in enumerate(spec.terms):
         field, unit = ACTION_FIELDS[t.name]
@@ -189,7 +196,7 @@ bool policyAllFinite(const float *values, int n);
 
 #include "policy_io.h"
 
-/* NaN passes through (both comparisons are false), so the finiteness check below still sees it. */
+/* Clamp to [lo, hi]; a NaN passes through (both comparisons are false). */
 static inline float policy_clip(float v, float lo, float hi)
 {{
   return v < lo ? lo : (v > hi ? hi : v);
@@ -212,7 +219,7 @@ bool policyBuildObservation(const state_t *state, const sensorData_t *sensors, c
   (void)setpoint;
   (void)last_action;
 {chr(10).join(body)}
-  return policyAllFinite(obs, POLICY_OBS_SIZE);
+  return true;
 }}
 
 void policyActionsToControl(const float actions[POLICY_ACTION_SIZE], control_t *control)
