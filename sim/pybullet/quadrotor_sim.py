@@ -12,13 +12,48 @@ body rates in the BODY frame (PyBullet reports the world-frame angular velocity;
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pybullet
-from pybullet_utils import bullet_client
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """PyBullet's C code prints banners ('pybullet build time', 'argv[0]=') on stdout: silence fd 1."""
+    try:
+        fd = os.dup(1)
+    except OSError:  # no usable stdout
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            import sys
+
+            sys.stdout.flush()
+            os.dup2(devnull.fileno(), 1)
+            yield
+    finally:
+        _flush_c_stdio()
+        os.dup2(fd, 1)
+        os.close(fd)
+
+
+def _flush_c_stdio() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
+with _quiet_stdout():
+    import pybullet
+    from pybullet_utils import bullet_client
 
 from robot_hrl.contract.goto import DEFAULT_CONTROL_RATE_HZ
 from robot_hrl.geometry import (
@@ -117,7 +152,11 @@ class PyBulletQuadrotorSim:
         self.randomization = randomization
         self._rng = np.random.default_rng(seed)
 
-        self._bullet = bullet_client.BulletClient(connection_mode=pybullet.GUI if gui else pybullet.DIRECT)
+        if gui:
+            self._bullet = bullet_client.BulletClient(connection_mode=pybullet.GUI)
+        else:
+            with _quiet_stdout():
+                self._bullet = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
         b = self._bullet
         if gui:
             b.configureDebugVisualizer(b.COV_ENABLE_GUI, 0)
