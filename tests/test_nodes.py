@@ -217,7 +217,7 @@ def test_run_monitor_judges_violations_from_ground_truth(world):
     m.on_diagnostic("sim_node: physics", 2, "1 collision", {"collisions": "1", "last_collision_with": "wall"}, 0.3)
     kinds = [v.kind for v in m.violations]
     assert kinds == ["obstacle", "geofence", "collision"]
-    m.on_diagnostic("skill_node: shield", 1, "mode hold", {"interventions.subgoal": "3", "mode": "hold"}, 0.4)
+    m.on_diagnostic("skill_node: interventions", 1, "mode hold", {"interventions.subgoal": "3", "mode": "hold"}, 0.4)
     assert m.snapshot()["interventions"] == {"subgoal": 3}
     m.on_planner_status(json.dumps({"state": "done", "ends_landed": True}))
     assert not m.finished()

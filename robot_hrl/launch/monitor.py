@@ -91,8 +91,9 @@ class RunMonitor:
 
     def on_diagnostic(self, name: str, level: int, message: str, values: dict[str, str], t: float) -> None:
         with self.lock:
-            if name.endswith("shield"):
+            if name.endswith(": shield"):
                 self.shield = dict(values, message=message, level=str(level))
+            elif name.endswith("interventions"):
                 for key, value in values.items():
                     if key.startswith("interventions."):
                         try:

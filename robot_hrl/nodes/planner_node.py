@@ -162,7 +162,7 @@ class PlannerCore:
                 self.blocked_since = now
             elif now - self.blocked_since >= self.config.blocked_replan_s:
                 self._replan(now)
-        else:
+        elif state in ("tracking", "idle"):
             self.blocked_since = None
 
     def _replan(self, now: float) -> None:

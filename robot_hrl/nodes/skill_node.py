@@ -74,6 +74,8 @@ class SkillCore:
         self.world = world
         self.config = config or SkillConfig()
         self.floor_z = float(world.bounds.min[2])
+        self._last_actions = np.zeros(4)
+        self._nan_actions = np.full(4, np.nan)
         self._lock = threading.Lock()
         self.state = None
         self.state_received_s: float | None = None
@@ -92,7 +94,12 @@ class SkillCore:
         self.last_reason = ""
         self.last_status: dict[str, Any] = {"state": "waiting"}
         self.engaged = False
-        """A subgoal has arrived since start (or since landing): the policy flies."""
+        """A finite subgoal has arrived since start: the policy flies."""
+        self.landed_request: np.ndarray | None = None
+        """The requested subgoal when the shield cut the motors after landing."""
+        self._reset_faults = False
+        self._subgoal_active: set = set()
+        self._tick_active: set = set()
 
     # ---- inputs -------------------------------------------------------------------------------
     def on_state(self, state, now: float) -> None:
@@ -111,101 +118,130 @@ class SkillCore:
         with self._lock:
             current = None if self.state is None else np.asarray(self.state.position_w, dtype=np.float64)
             self.subgoals_received += 1
-            land = bool(np.all(np.isfinite(p)) and p[2] <= self.floor_z + self.config.land_request_m)
+            finite = bool(np.all(np.isfinite(p)))
+            land = finite and p[2] <= self.floor_z + self.config.land_request_m
             if land:
-                # A landing request: the shield's backup lands under the requested point.
-                safe, interventions = self._filter_subgoal(np.array([p[0], p[1], self.floor_z + 0.5]), current, now)
-                if safe is not None:
-                    safe = np.array([safe[0], safe[1], p[2]])
+                # A landing request: the shield checks the point as if it were in the air; the
+                # backup lands under where the robot is (the planner sends the point below it).
+                probe = np.array([p[0], p[1], self.floor_z + 1.0])
+                safe, interventions = self._filter_subgoal(probe, current, now)
+                safe = np.array([safe[0], safe[1], p[2]])
             else:
                 safe, interventions = self._filter_subgoal(p, current, now)
-            self._count(interventions)
-            if safe is None:
-                self.subgoals_rejected += 1
-                return interventions  # rejected: the last safe subgoal stays, and goes stale in time
-            if self.requested is None or not np.array_equal(p, self.requested):
+            new_request = self.requested is None or not np.array_equal(p, self.requested, equal_nan=True)
+            self._count_subgoal(interventions, new_request)
+            if new_request:
                 self._best_distance = math.inf
                 self._progress_at = now
             self.requested = p
-            self.safe_subgoal = np.asarray(safe, dtype=np.float64)
+            self.safe_subgoal = safe
             self.subgoal_received_s = now
             self.land_requested = land
-            if not land:
-                self.engaged = True
+            if finite and not land:
+                if not self.engaged:
+                    self.engaged = True
+                elif self.last_mode == "motors_off" and not self.shield_latched() and new_request \
+                        and self.landed_request is not None and not np.array_equal(p, self.landed_request):
+                    self._reset_faults = True  # landed, and a new flight is asked for: take off again
             return interventions
 
     def _filter_subgoal(self, p, current, now):
         safe, interventions = self.shield.filter_subgoal(p, current, now)
-        return (None if safe is None else np.asarray(safe, dtype=np.float64)), list(interventions or [])
+        return np.asarray(safe, dtype=np.float64), list(interventions or [])
 
-    def _count(self, interventions) -> None:
+    def _count_subgoal(self, interventions, new_request: bool) -> None:
+        """Subgoal interventions count once per distinct requested subgoal (the planner re-sends it)."""
         for item in interventions or []:
-            unit = getattr(item, "unit", None) or (item.get("unit") if isinstance(item, dict) else "shield")
-            self.interventions[unit] = self.interventions.get(unit, 0) + 1
+            key = (item.unit, item.constraint)
+            if new_request or key not in self._subgoal_active:
+                self.interventions[item.unit] = self.interventions.get(item.unit, 0) + 1
+        self._subgoal_active = {(i.unit, i.constraint) for i in interventions or []}
+
+    def _count_tick(self, interventions, land_requested: bool) -> None:
+        """Tick interventions count once per episode: when a unit.constraint starts acting.
+        The hold-then-land that carries out a requested landing is not an intervention."""
+        active = set()
+        for item in interventions or []:
+            key = (item.unit, item.constraint)
+            if land_requested and key == ("watchdog", "stale_subgoal"):
+                continue
+            active.add(key)
+            if key not in self._tick_active:
+                self.interventions[item.unit] = self.interventions.get(item.unit, 0) + 1
+        self._tick_active = active
 
     def estop(self, latch: bool, now: float) -> None:
         with self._lock:
             if latch:
-                self.shield.estop()
+                self.shield.estop("/estop", now)
             else:
                 self.shield.reset_estop()
 
     # ---- the tick -----------------------------------------------------------------------------
-    def tick(self, now: float, last_inference_s: float = 0.0) -> TickOutput:
+    def tick(self, now: float) -> TickOutput:
         with self._lock:
             state, subgoal = self.state, self.safe_subgoal
-            state_stamp = None if state is None else self.state_received_s
+            state_stamp = None if state is None else state.stamp_s
             subgoal_stamp = self.subgoal_received_s
             land = self.land_requested
             engaged = self.engaged
+            if self._reset_faults:
+                self._reset_faults = False
+                self.landed_request = None
+                self.shield.reset_faults()
+                if hasattr(self.policy, "reset"):
+                    self.policy.reset()
         if not engaged and not self.shield_latched():
             # Nothing asked of us yet (on the ground, motors off): idle; the shield has nothing to guard.
-            out = TickOutput(np.zeros(4), "idle", {}, [])
-            out.status = self._status("waiting" if state is None else "idle", state, "idle", "", now)
-            return out
-        actions = None
+            return TickOutput(np.zeros(4), "idle", self._status("waiting" if state is None else "idle", state,
+                                                                 "idle", "", now), [])
         t0 = time.perf_counter()
+        actions = self._last_actions  # no new command (landing, no state yet): the last one again
         if state is not None and subgoal is not None and not land:
             try:
                 actions = self.policy.step(state, subgoal)
-            except Exception as exc:  # noqa: BLE001 - an observation error: the shield gets no command
+            except Exception as exc:  # noqa: BLE001 - an observation error: the watchdog sees a non-finite output
                 self.last_reason = f"policy: {exc}"
-                actions = None
+                actions = self._nan_actions
         inference_s = time.perf_counter() - t0
-        result = self.shield_step(now, state, state_stamp, subgoal, subgoal_stamp, actions, inference_s, land)
-        wrench, mode, interventions = result
-        self._count(interventions)
+        wrench, actions_out, mode, reason, interventions = self.shield_step(now, state, state_stamp, subgoal, subgoal_stamp,
+                                                               actions, inference_s, land)
+        self._count_tick(interventions, land)
+        self._last_actions = actions_out
+        if mode == "motors_off" and self.last_mode != "motors_off":
+            self.landed_request = None if self.requested is None else self.requested.copy()
         self.last_mode = mode
+        self.last_reason = reason
         status_state = self._state_of(mode, state, now, land)
-        return TickOutput(np.asarray(wrench, dtype=np.float64), mode, self._status(status_state, state, mode,
-                                                                                  self.last_reason, now),
-                          interventions)
+        return TickOutput(np.asarray(wrench, dtype=np.float64), mode,
+                          self._status(status_state, state, mode, reason, now), interventions)
 
-    # The shield adapter: one place that knows the shield's call signature.
     def shield_step(self, now, state, state_stamp, subgoal, subgoal_stamp, actions, inference_s, land):
+        """One shield tick. A requested landing withholds the subgoal: the shield's watchdog then
+        holds for ``watchdog.hold_s`` and its backup lands and cuts the motors (the shield has no
+        separate landing request)."""
         from robot_hrl.safety import ShieldInput
 
-        inp = ShieldInput(now=now, state=state, state_stamp_s=state_stamp, subgoal=subgoal,
-                          subgoal_stamp_s=subgoal_stamp, actions=actions, inference_s=inference_s, land=land)
+        request_land = getattr(self.shield, "request_land", None)
+        if land and request_land is not None:
+            request_land(now)
+        inp = ShieldInput(now, state, actions, subgoal_w=None if land and request_land is None else subgoal,
+                          subgoal_stamp_s=subgoal_stamp, state_stamp_s=state_stamp, inference_s=inference_s)
         out = self.shield.step(inp)
-        self.last_reason = getattr(out, "reason", "") or ""
-        return out.wrench, str(out.mode), list(out.interventions or [])
+        return out.wrench, out.actions, str(out.mode), out.reason, out.interventions
 
     def shield_latched(self) -> bool:
-        return bool(getattr(self.shield, "estop_latched", False))
+        return bool(getattr(self.shield, "estopped", False))
 
     def _state_of(self, mode: str, state, now: float, land: bool) -> str:
-        mode_l = mode.lower()
-        if "estop" in mode_l or "emergency" in mode_l:
-            return "estop"
-        if "motors_off" in mode_l or "landed" in mode_l or "off" == mode_l:
-            return "landed"
-        if "land" in mode_l:
+        if mode == "motors_off":
+            return "estop" if self.shield_latched() else "landed"
+        if mode == "backup_land":
             return "landing"
-        if "hold" in mode_l or "backup" in mode_l:
-            return "holding"
-        if state is None or self.requested is None:
-            return "idle"
+        watchdog_hold = mode == "backup_hold" and self.last_reason.startswith(("watchdog", "battery", "estop"))
+        if watchdog_hold or land or state is None or self.requested is None:
+            return "holding" if mode == "backup_hold" else "idle"
+        # The policy flies, or the shield holds it off its subgoal (fence, altitude, obstacles, limits).
         d = float(np.linalg.norm(np.asarray(state.position_w) - self.requested))
         speed = float(np.linalg.norm(state.linear_velocity_w))
         if d <= self.config.reached_radius_m and speed <= self.config.reached_speed_mps:
@@ -216,7 +252,7 @@ class SkillCore:
             self._progress_at = now
         if self._progress_at is not None and now - self._progress_at >= self.config.blocked_after_s:
             return "blocked"
-        return "tracking"
+        return "holding" if mode == "backup_hold" else "tracking"
 
     def _status(self, status_state: str, state, mode: str, reason: str, now: float) -> dict[str, Any]:
         distance = speed = None
@@ -383,7 +419,7 @@ class SkillNode:
             values["last_subgoal_intervention"] = self._subgoal_reports[-1]
         for unit, n in core.interventions.items():
             values[f"interventions.{unit}"] = n
-        statuses.append(diag_status("skill_node: shield", level, f"mode {mode}"
+        statuses.append(diag_status("skill_node: interventions", level, f"mode {mode}"
                                     + (f" ({core.last_reason})" if core.last_reason else ""), values))
         stats = self.deadline.stats()
         d_level = OK if stats["misses"] == 0 else WARN
