@@ -1,0 +1,306 @@
+"""The node interface on rclpy, for machines with a sourced ROS 2 install.
+
+Nodes keep using :mod:`robot_hrl.msgs`; this backend converts to and from the generated ROS
+classes (``nav_msgs.msg.Odometry`` ...) field by field (:mod:`robot_hrl.transport.ros_conversion`).
+Parameters given to the constructor become rclpy parameter overrides (so ``use_sim_time``
+works as in any ROS 2 node), the Python logger of the interface also goes to ``/rosout``, and
+:meth:`RclpyNode.spin` runs the node's own single-threaded executor.
+
+Importing this module needs rclpy; :func:`robot_hrl.transport.create_node` only imports it when
+rclpy is available.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node as _RosNode
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from robot_hrl.msgs import MessageTypeError, ros_type_name
+from robot_hrl.transport.interface import (
+    COMMAND_QOS,
+    Durability,
+    Node,
+    Publisher,
+    QoS,
+    Reliability,
+    Subscription,
+    Timer,
+)
+from robot_hrl.transport.ros_conversion import from_ros, rclpy_message_class, to_ros
+
+_MAX_WAIT_S = 0.05
+_CONTEXT_LOCK = threading.Lock()
+_CONTEXT_USERS = 0
+_WE_INITIALISED = False
+
+
+def ros_qos(qos: QoS) -> QoSProfile:
+    """The rclpy QoSProfile of one of our profiles."""
+    if not isinstance(qos, QoS):
+        raise TypeError(f"expected a robot_hrl.transport.QoS profile, got {qos!r}")
+    if qos.depth < 1:
+        raise ValueError(f"QoS depth must be at least 1, got {qos.depth}")
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=qos.depth,
+        reliability=ReliabilityPolicy.RELIABLE if qos.reliability is Reliability.RELIABLE
+        else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if qos.durability is Durability.TRANSIENT_LOCAL
+        else DurabilityPolicy.VOLATILE,
+    )
+
+
+def our_qos(profile: QoSProfile) -> QoS:
+    return QoS(
+        Reliability.BEST_EFFORT if profile.reliability == ReliabilityPolicy.BEST_EFFORT else Reliability.RELIABLE,
+        Durability.TRANSIENT_LOCAL if profile.durability == DurabilityPolicy.TRANSIENT_LOCAL else Durability.VOLATILE,
+        depth=max(1, int(profile.depth or 1)),
+    )
+
+
+def _acquire_context(domain_id: int | None) -> None:
+    global _CONTEXT_USERS, _WE_INITIALISED
+    with _CONTEXT_LOCK:
+        if not rclpy.ok():
+            if domain_id is not None:
+                rclpy.init(domain_id=domain_id)
+            else:
+                rclpy.init()
+            _WE_INITIALISED = True
+        _CONTEXT_USERS += 1
+
+
+def _release_context() -> None:
+    global _CONTEXT_USERS, _WE_INITIALISED
+    with _CONTEXT_LOCK:
+        _CONTEXT_USERS -= 1
+        if _CONTEXT_USERS <= 0 and _WE_INITIALISED:
+            rclpy.try_shutdown()
+            _WE_INITIALISED = False
+
+
+class _RosoutHandler(logging.Handler):
+    """Forwards the interface's Python log records to the node's rcutils logger (/rosout)."""
+
+    def __init__(self, ros_logger):
+        super().__init__()
+        self._ros = ros_logger
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            if record.levelno >= logging.ERROR:
+                self._ros.error(text)
+            elif record.levelno >= logging.WARNING:
+                self._ros.warning(text)
+            elif record.levelno >= logging.INFO:
+                self._ros.info(text)
+            else:
+                self._ros.debug(text)
+        except Exception:  # noqa: BLE001 - logging must never raise
+            self.handleError(record)
+
+
+class RclpyPublisher(Publisher):
+    def __init__(self, node: "RclpyNode", msg_type: type, topic: str, qos: QoS):
+        self.msg_type = msg_type
+        self.topic = topic
+        self._ros_type = ros_type_name(msg_type)
+        self._pub = node._node.create_publisher(rclpy_message_class(self._ros_type), topic, ros_qos(qos))
+
+    def publish(self, msg: Any) -> None:
+        if type(msg) is not self.msg_type:
+            raise MessageTypeError(f"publisher on {self.topic} carries {self._ros_type}, "
+                                   f"got {type(msg).__module__}.{type(msg).__name__}")
+        self._pub.publish(to_ros(msg, "rclpy"))
+
+    def publish_raw(self, cdr: bytes) -> None:
+        """Publish serialized CDR bytes (rclpy accepts them in place of a message)."""
+        self._pub.publish(bytes(cdr))
+
+    def get_subscription_count(self) -> int:
+        return self._pub.get_subscription_count()
+
+
+class RclpySubscription(Subscription):
+    def __init__(self, node: "RclpyNode", msg_type: type, topic: str, callback: Callable[[Any], None], qos: QoS,
+                 raw: bool):
+        self.msg_type = msg_type
+        self.topic = topic
+        self.received = 0
+        self.dropped = 0
+        self._node = node
+        self._callback = callback
+
+        def deliver(ros_msg):
+            if raw:
+                self.received += 1
+                callback(ros_msg)
+                return
+            try:
+                msg = from_ros(ros_msg, msg_type)
+            except Exception as exc:  # noqa: BLE001 - a message we cannot convert: drop, log, count
+                self.dropped += 1
+                node._on_dropped(self, exc)
+                return
+            self.received += 1
+            callback(msg)
+
+        self._sub = node._node.create_subscription(rclpy_message_class(ros_type_name(msg_type)), topic, deliver,
+                                                   ros_qos(qos), raw=raw)
+
+    def get_publisher_count(self) -> int:
+        return self._node._node.count_publishers(self.topic)
+
+    def destroy(self) -> None:
+        if self._sub is not None:
+            self._node._node.destroy_subscription(self._sub)
+            self._sub = None
+
+
+class RclpyTimer(Timer):
+    def __init__(self, node: "RclpyNode", period_s: float, callback: Callable[[], None]):
+        self.period_s = period_s
+        self.calls = 0
+        self._node = node
+
+        def tick():
+            self.calls += 1
+            callback()
+
+        self._timer = node._node.create_timer(period_s, tick)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._node._node.destroy_timer(self._timer)
+            self._timer = None
+
+
+class RclpyNode(Node):
+    """A node on rclpy with the interface of :class:`robot_hrl.transport.Node`."""
+
+    def __init__(self, name: str, namespace: str = "", parameters: dict[str, Any] | None = None,
+                 domain_id: int | None = None):
+        super().__init__(name, namespace, parameters)
+        _acquire_context(domain_id)
+        try:
+            overrides = [Parameter(k, value=v) for k, v in self._parameters.items()]
+            self._node = _RosNode(name, namespace=self.namespace or None, parameter_overrides=overrides,
+                                  automatically_declare_parameters_from_overrides=True)
+        except BaseException:
+            _release_context()
+            raise
+        self._logger.addHandler(_RosoutHandler(self._node.get_logger()))
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self._node)
+        self._shutdown = False
+        self._spinning = False
+        self._destroyed = False
+        self.dropped_samples = 0
+
+    # ---- topics -------------------------------------------------------------------------------
+    def create_publisher(self, msg_type: type, topic: str, qos: QoS = COMMAND_QOS) -> RclpyPublisher:
+        return RclpyPublisher(self, msg_type, self.resolve_topic(topic), qos)
+
+    def create_subscription(self, msg_type: type, topic: str, callback: Callable[[Any], None],
+                            qos: QoS = COMMAND_QOS, *, raw: bool = False) -> RclpySubscription:
+        if not callable(callback):
+            raise TypeError(f"subscription callback for {topic!r} is not callable: {callback!r}")
+        return RclpySubscription(self, msg_type, self.resolve_topic(topic), callback, qos, raw)
+
+    def _on_dropped(self, sub: RclpySubscription, exc: Exception) -> None:
+        self.dropped_samples += 1
+        if sub.dropped <= 3 or sub.dropped % 100 == 0:
+            self._logger.warning("dropped a %s message on %s that could not be converted (%s: %s); %d so far",
+                                 ros_type_name(sub.msg_type), sub.topic, type(exc).__name__, exc, sub.dropped)
+
+    # ---- time ---------------------------------------------------------------------------------
+    def create_timer(self, period_s: float, callback: Callable[[], None]) -> RclpyTimer:
+        if isinstance(period_s, bool) or not isinstance(period_s, (int, float)) or not period_s > 0:
+            raise ValueError(f"timer period must be a positive number of seconds, got {period_s!r}")
+        return RclpyTimer(self, float(period_s), callback)
+
+    def now(self) -> float:
+        return self._node.get_clock().now().nanoseconds * 1e-9
+
+    # ---- parameters ---------------------------------------------------------------------------
+    def declare_parameter(self, name: str, default: Any) -> Any:
+        if self._node.has_parameter(name):
+            value = self._node.get_parameter(name).value
+        else:
+            value = self._node.declare_parameter(name, default).value
+        self._parameters[name] = value
+        return value
+
+    def get_parameter(self, name: str) -> Any:
+        if not self._node.has_parameter(name):
+            raise KeyError(f"parameter {name!r} was not declared by node {self.name!r}")
+        return self._node.get_parameter(name).value
+
+    # ---- graph --------------------------------------------------------------------------------
+    def get_topic_names_and_types(self) -> list[tuple[str, list[str]]]:
+        return sorted((name, sorted(types)) for name, types in self._node.get_topic_names_and_types())
+
+    def get_publishers_info_by_topic(self, topic: str):
+        from robot_hrl.transport.cyclonedds_backend import EndpointInfo
+
+        return [EndpointInfo(topic, info.topic_type, our_qos(info.qos_profile))
+                for info in self._node.get_publishers_info_by_topic(topic)]
+
+    # ---- executor -----------------------------------------------------------------------------
+    def spin_once(self, timeout_s: float = 0.0) -> None:
+        self.spin(until=None, _once=timeout_s)
+
+    def spin(self, until: Callable[[], bool] | None = None, _once: float | None = None) -> None:
+        if self._shutdown:
+            raise RuntimeError(f"node {self.name!r} was shut down")
+        self._spinning = True
+        try:
+            if _once is not None:
+                self._executor.spin_once(timeout_sec=_once)
+                return
+            while not self._shutdown and rclpy.ok():
+                if until is not None and until():
+                    return
+                self._executor.spin_once(timeout_sec=_MAX_WAIT_S)
+        finally:
+            self._spinning = False
+            if self._shutdown:
+                self._destroy()
+
+    def shutdown(self) -> None:
+        """Stop spinning and destroy the node (after the running callback, when called from one)."""
+        if self._shutdown:
+            return
+        self._shutdown = True
+        if not self._spinning:
+            self._destroy()
+
+    def _destroy(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
+        for handler in list(self._logger.handlers):
+            if isinstance(handler, _RosoutHandler):
+                self._logger.removeHandler(handler)
+        self._executor.remove_node(self._node)
+        self._executor.shutdown()
+        self._node.destroy_node()
+        _release_context()
+
+    @property
+    def is_shutdown(self) -> bool:
+        return self._shutdown
+
+    # rclpy's own node, for what the interface does not cover (tf2, services)
+    @property
+    def ros_node(self) -> _RosNode:
+        return self._node
