@@ -73,7 +73,9 @@ class Node(abc.ABC):
 
     @abc.abstractmethod
     def create_subscription(self, msg_type: type, topic: str, callback: Callable[[Any], None],
-                            qos: QoS = COMMAND_QOS) -> Subscription: ...
+                            qos: QoS = COMMAND_QOS, *, raw: bool = False) -> Subscription:
+        """Subscribe. A sample that cannot be decoded is dropped, logged and counted; the node
+        keeps running. ``raw=True`` hands the callback the CDR bytes instead (as rclpy does)."""
 
     # ---- time ---------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -107,6 +109,10 @@ class Node(abc.ABC):
     @abc.abstractmethod
     def spin(self, until: Callable[[], bool] | None = None) -> None:
         """Process callbacks and timers until ``until()`` is true or :meth:`shutdown`."""
+
+    def spin_once(self, timeout_s: float = 0.0) -> None:
+        """Wait at most ``timeout_s`` for work, then run what is ready (callbacks, due timers)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement spin_once")
 
     @abc.abstractmethod
     def shutdown(self) -> None: ...
