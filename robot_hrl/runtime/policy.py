@@ -241,18 +241,23 @@ class OnnxPolicy:
     def observe(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
         """The contract's observation for ``state`` and ``subgoal_w`` (world ENU, m) and the stored last action."""
         inputs = self._inputs
+        total = 0.0
         for name in _STATE_FIELDS:
-            value = np.asarray(getattr(state, name), dtype=np.float64)
-            if np.shape(value) != (_STATE_SIZES[name],):
+            value = getattr(state, name)
+            if type(value) is not np.ndarray or value.dtype != np.float64:
+                value = np.asarray(value, dtype=np.float64)
+            if value.shape != (_STATE_SIZES[name],):
                 raise ObservationError(
                     f"RobotState.{name} has shape {np.shape(value)}, expected ({_STATE_SIZES[name]},)"
                 )
-            if not math.isfinite(value.sum()):
-                raise ObservationError(
-                    f"RobotState.{name} is not finite ({value}); the command is withheld. Check the state estimate"
-                )
+            total += value.sum()
             inputs[name] = value
-        subgoal = subgoal_w if type(subgoal_w) is np.ndarray else np.asarray(subgoal_w, dtype=np.float64)
+        if not math.isfinite(total):
+            bad = [n for n in _STATE_FIELDS if not np.all(np.isfinite(inputs[n]))]
+            raise ObservationError(
+                f"RobotState.{', '.join(bad)} is not finite; the command is withheld. Check the state estimate"
+            )
+        subgoal = subgoal_w if type(subgoal_w) is np.ndarray and subgoal_w.dtype == np.float64 else np.asarray(subgoal_w, dtype=np.float64)
         if subgoal.shape != (3,):
             raise ObservationError(f"subgoal_w has shape {subgoal.shape}, expected (3,): x, y, z in the world frame (m)")
         if not math.isfinite(subgoal.sum()):

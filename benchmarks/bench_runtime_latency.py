@@ -1,0 +1,109 @@
+#!/usr/bin/env python
+"""Single-sample latency of the onboard policy runtime (robot_hrl.runtime.OnnxPolicy).
+
+Prints p50 / p99 / p99.9 / max in microseconds for:
+  raw onnxruntime   InferenceSession.run on a (1, n_obs) array (the floor; no runtime code)
+  infer             OnnxPolicy.infer(obs) for one observation (checks + pre-bound I/O)
+  observe           the contract observation from a RobotState + subgoal
+  to_wrench         normalized actions -> [thrust, tau_x, tau_y, tau_z]
+  tick              step(state, subgoal) + to_wrench: one whole control tick
+
+Targets (issue #3): infer p50 <= 20 us, tick p99 <= 100 us. The garbage collector stays on,
+as it would in a node. Run it on an otherwise idle machine; a shared CPU inflates p99.
+
+    python benchmarks/bench_runtime_latency.py [--model models/crazyflie_goto.onnx] [--iterations 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from robot_hrl.geometry import quat_from_euler_rpy  # noqa: E402
+from robot_hrl.runtime import OnnxPolicy  # noqa: E402
+from robot_hrl.state import RobotState  # noqa: E402
+
+TARGETS_US = {"infer": ("p50", 20.0), "tick": ("p99", 100.0)}
+
+
+def measure(fn, iterations: int, warmup: int) -> np.ndarray:
+    for _ in range(warmup):
+        fn()
+    samples = np.empty(iterations, dtype=np.int64)
+    clock = time.perf_counter_ns
+    for i in range(iterations):
+        start = clock()
+        fn()
+        samples[i] = clock() - start
+    return samples / 1000.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=REPO_ROOT / "models" / "crazyflie_goto.onnx", help="exported policy")
+    parser.add_argument("--iterations", type=int, default=20000, help="timed calls per case (default 20000)")
+    parser.add_argument("--warmup", type=int, default=2000, help="untimed calls first (default 2000)")
+    parser.add_argument("--provider", default="cpu", help="execution provider (auto, tensorrt, cuda, cpu; default cpu)")
+    args = parser.parse_args(argv)
+    if args.iterations < 100 or args.warmup < 0:
+        parser.error("--iterations must be >= 100 and --warmup >= 0")
+
+    policy = OnnxPolicy(args.model, provider=args.provider)
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-0.5, 0.5, policy.observation_size).astype(np.float32)
+    state = RobotState(
+        position_w=np.array([0.1, -0.2, 1.0]),
+        quat_wxyz=quat_from_euler_rpy(0.05, -0.03, 0.4),
+        linear_velocity_w=np.array([0.2, 0.1, -0.05]),
+        angular_velocity_b=np.array([0.3, -0.1, 0.05]),
+    )
+    subgoal = np.array([0.6, 0.3, 1.2])
+    actions = policy.step(state, subgoal)
+
+    session = policy._session  # the same session, driven directly: the floor under the runtime
+    feed = {session.get_inputs()[0].name: obs[None]}
+    out_names = [session.get_outputs()[0].name]
+
+    def tick():
+        policy.to_wrench(policy.step(state, subgoal))
+
+    cases = {
+        "raw onnxruntime": lambda: session.run(out_names, feed),
+        "infer": lambda: policy.infer(obs),
+        "observe": lambda: policy.observe(state, subgoal),
+        "to_wrench": lambda: policy.to_wrench(actions),
+        "tick": tick,
+    }
+    print(f"model     {args.model} ({args.model.stat().st_size / 1024:.1f} KiB), provider {policy.provider}")
+    print(f"machine   {platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}, "
+          f"onnxruntime {__import__('onnxruntime').__version__}, load average {os.getloadavg()[0]:.2f}")
+    print(f"samples   {args.iterations} timed calls per case after {args.warmup} warm-up calls; microseconds\n")
+    print(f"{'case':<17}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>10}{'mean':>9}")
+    failed = []
+    for name, fn in cases.items():
+        us = measure(fn, args.iterations, args.warmup)
+        p50, p99, p999 = np.percentile(us, [50, 99, 99.9])
+        print(f"{name:<17}{p50:9.1f}{p99:9.1f}{p999:9.1f}{us.max():10.1f}{us.mean():9.1f}")
+        if name in TARGETS_US:
+            stat, limit = TARGETS_US[name]
+            value = {"p50": p50, "p99": p99}[stat]
+            if value > limit:
+                failed.append(f"{name} {stat} {value:.1f} us > {limit:.0f} us")
+    print("\ntargets   " + ", ".join(f"{n} {s} <= {v:.0f} us" for n, (s, v) in TARGETS_US.items())
+          + (": met" if not failed else ": MISSED (" + "; ".join(failed) + ")"))
+    print("GPU providers (CUDA, TensorRT): not measured here (no GPU on this machine).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
