@@ -54,11 +54,20 @@ NAVIGATION_NODES: tuple[NodeSpec, ...] = (
              {"planner": "planner", "world": "world", "task": "task"}),
 )
 
-TOPICS: tuple[str, ...] = (
-    "/task", "/plan", "/subgoal", "/odom", "/cmd_wrench", "/clock", "/diagnostics", "/skill/status",
-    "/planner/status", "/estop",
-)
-"""Every topic of the graph (namespaced at run time); the recorder records these."""
+TOPICS: dict[str, tuple[str, bool]] = {
+    "/task": ("std_msgs/msg/String", True),
+    "/plan": ("nav_msgs/msg/Path", True),
+    "/subgoal": ("geometry_msgs/msg/PoseStamped", False),
+    "/odom": ("nav_msgs/msg/Odometry", False),
+    "/cmd_wrench": ("geometry_msgs/msg/WrenchStamped", False),
+    "/clock": ("rosgraph_msgs/msg/Clock", False),
+    "/camera/image_raw": ("sensor_msgs/msg/Image", False),
+    "/diagnostics": ("diagnostic_msgs/msg/DiagnosticArray", False),
+    "/skill/status": ("std_msgs/msg/String", False),
+    "/planner/status": ("std_msgs/msg/String", True),
+    "/estop": ("std_msgs/msg/Bool", True),
+}
+"""Every topic of the graph (namespaced at run time): ROS 2 type, latched. The recorder records these."""
 
 TRUE_WORDS = ("true", "1", "yes", "on")
 

@@ -125,6 +125,7 @@ class Launcher:
 
     def command(self, spec: graph.NodeSpec) -> list[str]:
         overrides = graph.node_parameters(spec, self.args)
+        overrides.pop("task", None)  # sent on /task instead (latched), so that the recording holds it
         overrides.update(self.o.params.get(spec.name, {}))
         override_file = self.out / "logs" / f"{spec.name}.params.yaml"
         override_file.write_text(yaml.safe_dump({spec.name: {"ros__parameters": overrides}}, sort_keys=False))
@@ -207,6 +208,7 @@ class Launcher:
         node.create_subscription(String, "/skill/status", lambda s: m.on_skill_status(s.data), COMMAND_QOS)
         node.create_subscription(PathMsg, "/plan", plan, LATCHED_QOS)
         node.create_subscription(PoseStamped, "/subgoal", subgoal, COMMAND_QOS)
+        self.task_pub = node.create_publisher(String, "/task", LATCHED_QOS)
 
     def start_recorder(self) -> Path | None:
         if not self.o.record:
@@ -214,17 +216,25 @@ class Launcher:
         from robot_hrl.launch.recording import start_recording
 
         path = self.out / "recording"
+        if path.is_dir() and (path / "metadata.yaml").is_file():
+            import shutil
+
+            shutil.rmtree(path)  # the bag of an earlier run in this folder
         self.recorder = start_recording(self.node, path, graph.TOPICS, self.args["namespace"])
         return path
 
     # ---- run ----------------------------------------------------------------------------------
     def run(self) -> RunResult:
+        from robot_hrl.msgs import String
+
         t0 = time.monotonic()
         reason, success = "timeout", False
         recording = None
         self.start_monitor()
         try:
             recording = self.start_recorder()
+            if self.args["task"].strip():
+                self.task_pub.publish(String(data=self.args["task"]))  # latched: the planner gets it when it joins
             self.start_nodes()
             live = _LiveSummary(self.monitor, enabled=self.o.live)
             with live:
@@ -252,6 +262,10 @@ class Launcher:
             if self.node is not None:
                 self.node.shutdown()
         snap = self.monitor.snapshot()
+        reached, total = int(snap["planner"].get("goals_reached", 0)), int(snap["planner"].get("goals_total", 0))
+        if success and reached < total:
+            success = False
+            reason += f", but only {reached} of {total} goals reached ({snap['planner'].get('goals_failed')})"
         if success and self.monitor.violations:
             success = False
             reason += f", but {len(self.monitor.violations)} safety violation(s)"
@@ -270,8 +284,7 @@ class Launcher:
                     snap["errors"].append(f"{name} log tail:\n{tail}")
         result = RunResult(
             success=success, reason=reason,
-            goals_reached=int(snap["planner"].get("goals_reached", 0)),
-            goals_total=int(snap["planner"].get("goals_total", 0)),
+            goals_reached=reached, goals_total=total,
             wall_time_s=round(wall, 3), sim_time_s=round(snap["sim_time_s"], 3),
             interventions=snap["interventions"], violations=len(self.monitor.violations),
             violation_events=[v.__dict__ for v in self.monitor.violations], collisions=snap["collisions"],
