@@ -97,14 +97,14 @@ def evaluate_pybullet(policy, args, cfg, shield_factory=None):
     sim = PyBulletQuadrotorSim(robot=policy.robot, world=world, physics_hz=args.physics_hz,
                                control_hz=policy.control_rate_hz, gui=args.gui, seed=args.seed,
                                randomization=randomization)
-    shield = shield_factory(sim) if shield_factory is not None else None
+    shield = shield_factory(sim, cfg) if shield_factory is not None else None
     clearance = policy.robot.collision_radius_m + WORLD_CLEARANCE_MARGIN_M
 
     def controller(state, goal):
-        action = policy.step(state, goal)
-        if shield is not None:
-            action = shield.filter(state, goal, action, sim.time_s)
-        return policy.to_wrench(action)
+        if shield is None:
+            return policy.to_wrench(policy.step(state, goal))
+        subgoal = shield.subgoal(goal, state.position_w, sim.time_s)
+        return shield.command(state, policy.step(state, subgoal), sim.time_s)
 
     def on_reset():
         policy.reset()
@@ -213,7 +213,7 @@ def _shield_factory(policy):
         from sim.pybullet.shield_adapter import ShieldAdapter
     except ImportError as exc:
         raise RobotHrlError(f"--shield: the safety shield units are not available ({exc})") from None
-    return lambda sim: ShieldAdapter(policy, sim)
+    return lambda sim, cfg: ShieldAdapter(policy, sim, cfg)
 
 
 def _shield_summary(results) -> dict:

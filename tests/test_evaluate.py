@@ -60,11 +60,17 @@ def test_torch_and_randomized_pybullet_evaluations_run(reference_model, tmp_path
     assert json.loads(out_json.read_text())["randomize"] is True
 
 
-def test_evaluation_in_a_world_file(reference_model, tmp_path, demo_world_path):
+def test_evaluation_in_a_world_file_with_the_shield(reference_model, tmp_path, demo_world_path):
+    pytest.importorskip("robot_hrl.safety")
     out_json = tmp_path / "world.json"
     assert evaluate_cli.main(["--model", str(reference_model), "--episodes", "1", "--world", str(demo_world_path),
-                              "--json", str(out_json), "--no-progress"]) == 0
-    assert json.loads(out_json.read_text())["simulator"]["world"] == str(demo_world_path)
+                              "--json", str(out_json), "--no-progress", "--shield", "--seed", "2"]) == 0
+    data = json.loads(out_json.read_text())
+    assert data["simulator"]["world"] == str(demo_world_path)
+    shield = data["shield"]
+    assert 0 <= shield["interventions"] <= sum(shield["per_unit"].values())
+    assert set(shield) == {"interventions", "episodes_with_interventions", "per_unit"}
+    assert all("." in key for key in shield["per_unit"])  # unit.constraint
     world = load_world(demo_world_path)
     rng = np.random.default_rng(0)
     clearance = CRAZYFLIE_2X.collision_radius_m
@@ -125,6 +131,8 @@ def test_bad_inputs_give_clear_errors(reference_model, tmp_path, capsys):
     with pytest.raises(SystemExit):
         evaluate_cli.main(["--model", str(reference_model), "--sim", "torch", "--world", str(bad_world)])
     assert "pybullet only" in capsys.readouterr().err
+    assert evaluate_cli.main(["--model", str(reference_model), "--sim", "torch", "--shield", "--episodes", "1"]) == 2
+    assert "--shield works with --sim pybullet only" in capsys.readouterr().err
     not_onnx = tmp_path / "garbage.onnx"
     not_onnx.write_bytes(b"not a model")
     assert evaluate_cli.main(["--model", str(not_onnx), "--episodes", "1"]) == 2
