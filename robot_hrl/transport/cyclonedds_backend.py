@@ -300,6 +300,9 @@ class CycloneTimer(Timer):
         self.calls = 0
         self.overruns = 0
         """Ticks skipped because a previous one ran late."""
+        self.last_deadline: float | None = None
+        """When the running (or last) callback was due, on the timer clock (``time.perf_counter``, or
+        sim time): ``time.perf_counter() - timer.last_deadline`` is its lateness."""
         self._node = node
         self._next: float | None = None
         self.cancelled = False
@@ -481,6 +484,7 @@ class CycloneNode(Node):
         for timer in list(self._timers):
             if timer.cancelled or not timer._due(now):
                 continue
+            timer.last_deadline = timer._next
             timer._advance(now)
             timer.calls += 1
             timer.callback()
