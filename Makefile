@@ -1,7 +1,7 @@
 # The two entry points of the README. Both install what they need first (once).
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
-TASK ?= takeoff 1.0; goto red_box; goto green_box; goto blue_box; land
+TASK ?= takeoff 1.0; goto red_box; goto green_box; goto blue_box; goto 1.5 3.0 1.0; land
 
 .PHONY: install demo test test-fast bench
 install: .install.stamp

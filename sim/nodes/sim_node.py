@@ -132,7 +132,9 @@ class SimNode:
             level = max(level, WARN)
         values = {"sim_time_s": t, "steps": self.steps, "collisions": len(self.collisions),
                   "real_time_factor": (t / wall) if wall > 0 else 0.0, "non_finite_commands": self.bad_commands,
-                  "odom": "stopped (fault injection)" if 0.0 <= float(self.p["odom_dropout_at_s"]) <= t else "ok"}
+                  "odom": "stopped (fault injection)" if 0.0 <= float(self.p["odom_dropout_at_s"]) <= t else "ok",
+                  "true_position": [round(float(v), 3) for v in self.sim.state().position_w],
+                  "motor_rpm_mean": float(np.mean(self.sim.motor_rpm))}
         if self.collisions:
             values["last_collision_with"] = self.collisions[-1]["with"]
             values["last_collision_position"] = self.collisions[-1]["position"]

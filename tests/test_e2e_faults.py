@@ -1,0 +1,58 @@
+"""End to end, faults: the planner dies mid-flight; the odometry stops. The skill node must hold,
+then land, and say so. Real processes, real DDS (loopback, a domain of their own), sim time."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_e2e_support import HOVER_TASK, GraphRun
+
+pytestmark = pytest.mark.slow
+
+
+def _landed_on_floor(run: GraphRun) -> bool:
+    truth = run.sim_truth()
+    if "true_position" not in truth:
+        return False
+    z = float(truth["true_position"].strip("[]").split(",")[2])
+    return z < 0.1
+
+
+def test_planner_killed_mid_flight_skill_holds_then_lands_and_reports(tmp_path):
+    with GraphRun(tmp_path) as run:
+        run.send_task(HOVER_TASK)
+        run.wait_for("the robot hovering at 1 m", run.hovering)
+        run.kill("planner_node")
+        run.wait_for("the skill node holding", run.skill_state_is("holding", "landing", "landed"))
+        run.wait_for("the skill node landed", run.skill_state_is("landed"))
+        states = run.seen.skill_states()
+        i = states.index("reached")
+        assert "holding" in states[i:] and "landing" in states[i:], states
+        assert states.index("holding", i) < states.index("landing", i) < states.index("landed", i)
+        reasons = {s.get("reason") for s in run.seen.skill if s.get("state") in ("holding", "landing")}
+        assert "watchdog.stale_subgoal" in reasons, reasons
+        # Reported on /diagnostics by the shield's watchdog unit, with its constraint.
+        run.spin_sim_seconds(1.0)
+        watchdog = [d for d in run.seen.diags("watchdog") if d[4].get("count.stale_subgoal", "0") != "0"]
+        assert watchdog, "the watchdog did not report the stale subgoal on /diagnostics"
+        run.wait_for("ground truth on the floor", lambda: _landed_on_floor(run))
+        assert run.launcher.monitor.violations == []
+
+
+def test_odometry_stops_skill_holds_then_lands_and_reports(tmp_path):
+    # The sim's fault injection stops /odom at t = 8 s (sim time); physics and /clock go on.
+    with GraphRun(tmp_path, params={"sim_node": {"odom_dropout_at_s": 8.0}}) as run:
+        run.send_task(HOVER_TASK)
+        run.wait_for("the robot hovering at 1 m", run.hovering)
+        run.wait_for("the skill node landed", run.skill_state_is("landed"))
+        states = run.seen.skill_states()
+        i = states.index("reached")
+        assert "holding" in states[i:] and "landing" in states[i:], states
+        reasons = {s.get("reason") for s in run.seen.skill if s.get("state") in ("holding", "landing", "landed")}
+        assert "watchdog.stale_state" in reasons, reasons
+        stale = [d for d in run.seen.diags("watchdog") if d[4].get("count.stale_state", "0") != "0"]
+        assert stale, "the watchdog did not report the stale odometry on /diagnostics"
+        sim = run.sim_truth()
+        assert sim.get("odom") == "stopped (fault injection)"
+        run.wait_for("ground truth on the floor", lambda: _landed_on_floor(run))
+        assert int(float(run.sim_truth().get("collisions", "0"))) == 0
