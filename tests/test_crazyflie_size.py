@@ -9,7 +9,7 @@ import pytest
 
 from deploy.crazyflie.cli import export_c
 from deploy.crazyflie.codegen import generate_project
-from deploy.crazyflie.cost import NOMINAL, PESSIMISTIC, inference_cost
+from deploy.crazyflie.cost import NOMINAL, PESSIMISTIC, cycle_models_from_object, inference_cost
 from deploy.crazyflie.errors import BudgetError
 from deploy.crazyflie.example_model import build_mlp_onnx
 from deploy.crazyflie.graph import lower_onnx
@@ -66,6 +66,10 @@ def test_arm_size_report_within_default_budget(model_path, tmp_path):
     assert report.ram == report.data + report.bss
     assert "controllerOutOfTree" in report.stack_frames and report.stack_upper_bound < 1024
     check_budget(report)  # 128 KiB flash, 16 KiB RAM
+    nominal, pessimistic, detail = cycle_models_from_object(tmp_path / "cf" / "build_size" / "policy_model.o")
+    assert 3.0 <= nominal.cycles_per_mac <= 12.0 and pessimistic.cycles_per_mac > nominal.cycles_per_mac
+    assert "MACs in the inner loop of policy_dense" in detail
+    assert inference_cost(project.model).microseconds(nominal) < 1000.0
 
 
 @needs_arm

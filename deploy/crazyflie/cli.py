@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from deploy.crazyflie.codegen import GeneratedProject, generate_project
-from deploy.crazyflie.cost import InferenceCost, inference_cost
+from deploy.crazyflie.cost import NOMINAL, PESSIMISTIC, CycleModel, InferenceCost, cycle_models_from_object, inference_cost
 from deploy.crazyflie.errors import BudgetError, CodegenError, ToolchainError
 from deploy.crazyflie.flash import DEFAULT_IMAGE, check_image, flash_image
 from deploy.crazyflie.size import DEFAULT_FLASH_BUDGET_KB, DEFAULT_RAM_BUDGET_KB, SizeReport, arm_size_report, check_budget
@@ -35,6 +35,16 @@ class ExportResult:
     size: SizeReport | None
     parity_max_abs: float | None
     parity_samples: int
+    nominal: CycleModel = NOMINAL
+    pessimistic: CycleModel = PESSIMISTIC
+    cycles_detail: str = "default cycle model (no ARM object to read)"
+
+    @property
+    def estimated_us(self) -> float:
+        return self.cost.microseconds(self.nominal)
+
+    def time_summary(self) -> str:
+        return self.cost.summary(self.nominal, self.pessimistic)
 
     def as_dict(self) -> dict:
         c = self.cost
@@ -43,16 +53,12 @@ class ExportResult:
             "model_sha256": self.project.model_sha256,
             "layers": [list(d.weight.shape[::-1]) for d in self.project.model.dense_layers],
             "macs": c.macs, "flops": c.flops, "transcendentals": c.transcendentals, "parameters": c.parameters,
-            "estimated_us_nominal": c.microseconds(), "estimated_us_pessimistic": c.microseconds(_pessimistic()),
+            "cycles_per_mac_nominal": self.nominal.cycles_per_mac, "cycles_detail": self.cycles_detail,
+            "estimated_us_nominal": c.microseconds(self.nominal),
+            "estimated_us_pessimistic": c.microseconds(self.pessimistic),
             "size": self.size.as_dict() if self.size else None,
             "parity_max_abs": self.parity_max_abs, "parity_samples": self.parity_samples,
         }
-
-
-def _pessimistic():
-    from deploy.crazyflie.cost import PESSIMISTIC
-
-    return PESSIMISTIC
 
 
 def host_parity(project: GeneratedProject, model_path: str | Path, n: int = DEFAULT_PARITY_SAMPLES,
@@ -97,15 +103,21 @@ def export_c(model: str | Path, out: str | Path, *, size_check: bool = True, par
             raise CodegenError(f"the generated C differs from onnxruntime by {parity:.3g} (> {PARITY_TOLERANCE:g}) on "
                                f"{parity_samples} random observations; please report this with the model")
     size = None
+    result = ExportResult(project=project, cost=cost, size=None, parity_max_abs=parity, parity_samples=parity_samples)
     if size_check:
-        size = arm_size_report(project, project.out_dir / "build_size")
-    result = ExportResult(project=project, cost=cost, size=size, parity_max_abs=parity, parity_samples=parity_samples)
+        result.size = arm_size_report(project, project.out_dir / "build_size")
+        try:
+            result.nominal, result.pessimistic, result.cycles_detail = cycle_models_from_object(
+                project.out_dir / "build_size" / "policy_model.o")
+        except (ValueError, OSError):
+            pass  # keep the default cycle model
+    size = result.size
     (project.out_dir / "report.json").write_text(json.dumps(result.as_dict(), indent=2) + "\n")
     if size is not None:
         check_budget(size, flash_budget_kb, ram_budget_kb)
-    if cost.microseconds() > time_budget_us:
-        raise BudgetError(f"estimated inference time {cost.microseconds():.0f} us exceeds the time budget "
-                          f"{time_budget_us:g} us (one 1 kHz stabilizer tick is 1000 us); {cost.summary()}. "
+    if result.estimated_us > time_budget_us:
+        raise BudgetError(f"estimated inference time {result.estimated_us:.0f} us exceeds the time budget "
+                          f"{time_budget_us:g} us (one 1 kHz stabilizer tick is 1000 us); {result.time_summary()}. "
                           "Train a smaller network or raise --time-budget-us")
     return result
 
@@ -152,7 +164,8 @@ class ExportC:
         if result.size is not None:
             print(f"size     {result.size.summary()} (budget {args.flash_budget_kb:g} KiB flash, "
                   f"{args.ram_budget_kb:g} KiB RAM)")
-        print(f"time     {result.cost.summary()}")
+        print(f"time     {result.time_summary()}")
+        print(f"         ({result.cycles_detail})")
         print(f"next     make -C {p.out_dir} CRAZYFLIE_BASE=/path/to/crazyflie-firmware && "
               f"robot-hrl flash --image {p.out_dir}/build/cf2.bin --uri radio://0/80/2M")
         return 0
