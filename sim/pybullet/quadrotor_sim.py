@@ -23,23 +23,32 @@ import numpy as np
 
 @contextlib.contextmanager
 def _quiet_stdout():
-    """PyBullet's C code prints banners ('pybullet build time', 'argv[0]=') on stdout: silence fd 1."""
+    """PyBullet's C code prints banners ('pybullet build time', 'argv[0]=') on the process's
+    stdout and stderr: silence fds 1 and 2 while it is imported and connected (Python exceptions
+    still propagate)."""
+    import sys
+
+    saved = []
     try:
-        fd = os.dup(1)
-    except OSError:  # no usable stdout
+        for fd in (1, 2):
+            saved.append((fd, os.dup(fd)))
+    except OSError:  # no usable stdout/stderr
+        for _, dup in saved:
+            os.close(dup)
         yield
         return
     try:
         with open(os.devnull, "w") as devnull:
-            import sys
-
             sys.stdout.flush()
-            os.dup2(devnull.fileno(), 1)
+            sys.stderr.flush()
+            for fd, _ in saved:
+                os.dup2(devnull.fileno(), fd)
             yield
     finally:
         _flush_c_stdio()
-        os.dup2(fd, 1)
-        os.close(fd)
+        for fd, dup in saved:
+            os.dup2(dup, fd)
+            os.close(dup)
 
 
 def _flush_c_stdio() -> None:
