@@ -25,6 +25,7 @@ from robot_hrl.transport.interface import (
     Reliability,
     Subscription,
     Timer,
+    TransportError,
 )
 
 BACKENDS = ("auto", "rclpy", "cyclonedds")
@@ -66,4 +67,4 @@ def create_node(name: str, namespace: str = "", parameters: dict[str, Any] | Non
 
 
 __all__ = ["BACKENDS", "COMMAND_QOS", "Durability", "LATCHED_QOS", "Node", "Publisher", "QoS", "Reliability",
-           "SENSOR_QOS", "Subscription", "Timer", "create_node", "rclpy_available", "resolve_backend"]
+           "SENSOR_QOS", "Subscription", "Timer", "TransportError", "create_node", "rclpy_available", "resolve_backend"]

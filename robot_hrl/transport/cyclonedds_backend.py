@@ -40,7 +40,6 @@ from cyclonedds.util import duration
 
 from cyclonedds._clayer import ddspy_take, ddspy_write  # raw CDR in and out: decode errors stay ours
 
-from robot_hrl.errors import RobotHrlError
 from robot_hrl.msgs import Clock, MessageTypeError, ros_type_from_dds, ros_type_name, seconds_from_time
 from robot_hrl.transport.dds_config import check_domain_id, domain_id_from_env
 from robot_hrl.transport.interface import (
@@ -53,6 +52,7 @@ from robot_hrl.transport.interface import (
     Reliability,
     Subscription,
     Timer,
+    TransportError,
 )
 
 ROS_TOPIC_PREFIX = "rt"
@@ -63,10 +63,6 @@ _MAX_WAIT_S = 0.05
 _TAKE_BATCH = 64
 
 _ANY = SampleState.Any | ViewState.Any | InstanceState.Any
-
-
-class TransportError(RobotHrlError):
-    """A topic, QoS or DDS entity could not be set up."""
 
 
 def dds_topic_name(ros_topic: str) -> str:

@@ -15,13 +15,15 @@ from __future__ import annotations
 import itertools
 import os
 
+from robot_hrl.transport.interface import TransportError
+
 MAX_DOMAIN_ID = 232
 """The largest domain id whose UDP ports (7400 + 250 * id + ...) fit below 65536."""
 
 
 def check_domain_id(domain_id: int) -> int:
     if isinstance(domain_id, bool) or not isinstance(domain_id, int) or not 0 <= domain_id <= MAX_DOMAIN_ID:
-        raise ValueError(f"DDS domain id must be an integer in 0..{MAX_DOMAIN_ID}, got {domain_id!r} "
+        raise TransportError(f"DDS domain id must be an integer in 0..{MAX_DOMAIN_ID}, got {domain_id!r} "
                          "(set ROS_DOMAIN_ID or pass domain_id=)")
     return domain_id
 
@@ -34,7 +36,7 @@ def domain_id_from_env(default: int = 0) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"ROS_DOMAIN_ID={raw!r} is not an integer; set it to a domain id in 0..{MAX_DOMAIN_ID}") from None
+        raise TransportError(f"ROS_DOMAIN_ID={raw!r} is not an integer; set it to a domain id in 0..{MAX_DOMAIN_ID}") from None
     return check_domain_id(value)
 
 
@@ -42,7 +44,7 @@ def loopback_config(max_participants: int = 32) -> str:
     """Cyclone DDS XML for loopback-only, unicast discovery between up to ``max_participants``
     participants per domain on this machine."""
     if not 1 <= max_participants <= 120:
-        raise ValueError(f"max_participants must be in 1..120, got {max_participants}")
+        raise TransportError(f"max_participants must be in 1..120, got {max_participants}")
     return (
         '<CycloneDDS><Domain Id="any">'
         "<General>"

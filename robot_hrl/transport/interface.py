@@ -14,6 +14,12 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from robot_hrl.errors import RobotHrlError
+
+
+class TransportError(RobotHrlError, ValueError):
+    """A topic, node name, QoS, domain id or DDS entity is invalid or could not be set up."""
+
 
 class Reliability(enum.Enum):
     RELIABLE = "reliable"

@@ -32,6 +32,7 @@ from robot_hrl.transport.interface import (
     Reliability,
     Subscription,
     Timer,
+    TransportError,
 )
 from robot_hrl.transport.ros_conversion import from_ros, rclpy_message_class, to_ros
 
@@ -44,9 +45,9 @@ _WE_INITIALISED = False
 def ros_qos(qos: QoS) -> QoSProfile:
     """The rclpy QoSProfile of one of our profiles."""
     if not isinstance(qos, QoS):
-        raise TypeError(f"expected a robot_hrl.transport.QoS profile, got {qos!r}")
+        raise TransportError(f"expected a robot_hrl.transport.QoS profile, got {qos!r}")
     if qos.depth < 1:
-        raise ValueError(f"QoS depth must be at least 1, got {qos.depth}")
+        raise TransportError(f"QoS depth must be at least 1, got {qos.depth}")
     return QoSProfile(
         history=HistoryPolicy.KEEP_LAST,
         depth=qos.depth,
@@ -213,7 +214,7 @@ class RclpyNode(Node):
     def create_subscription(self, msg_type: type, topic: str, callback: Callable[[Any], None],
                             qos: QoS = COMMAND_QOS, *, raw: bool = False) -> RclpySubscription:
         if not callable(callback):
-            raise TypeError(f"subscription callback for {topic!r} is not callable: {callback!r}")
+            raise TransportError(f"subscription callback for {topic!r} is not callable: {callback!r}")
         return RclpySubscription(self, msg_type, self.resolve_topic(topic), callback, qos, raw)
 
     def _on_dropped(self, sub: RclpySubscription, exc: Exception) -> None:
@@ -225,7 +226,7 @@ class RclpyNode(Node):
     # ---- time ---------------------------------------------------------------------------------
     def create_timer(self, period_s: float, callback: Callable[[], None]) -> RclpyTimer:
         if isinstance(period_s, bool) or not isinstance(period_s, (int, float)) or not period_s > 0:
-            raise ValueError(f"timer period must be a positive number of seconds, got {period_s!r}")
+            raise TransportError(f"timer period must be a positive number of seconds, got {period_s!r}")
         return RclpyTimer(self, float(period_s), callback)
 
     def now(self) -> float:
@@ -261,7 +262,7 @@ class RclpyNode(Node):
 
     def spin(self, until: Callable[[], bool] | None = None, _once: float | None = None) -> None:
         if self._shutdown:
-            raise RuntimeError(f"node {self.name!r} was shut down")
+            raise TransportError(f"node {self.name!r} was shut down")
         self._spinning = True
         try:
             if _once is not None:
