@@ -22,6 +22,7 @@ from robot_hrl.planning.ordering import EXACT_ORDER_LIMIT, order_goals
 from robot_hrl.planning.plan import Plan, PlanStep
 from robot_hrl.planning.search import astar, line_of_sight, shortcut, space_polyline, turning_points
 from robot_hrl.planning.task import Target, Task, TaskStep, parse_task
+from robot_hrl.planning.visibility import OctagonVisibilityGraph
 from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.world import Box, Landmark, World, load_world
 
@@ -46,6 +47,9 @@ class PlannerConfig:
     """Half-width of the column blocked around a point reported blocked by the skill."""
     start_escape_m: float = 0.3
     """A start inside the inflation (not inside an obstacle) is joined to free space within this."""
+    use_visibility_graph: bool = True
+    """Plan among the world's boxes with the exact any-angle visibility graph (octagon inflation);
+    the grid (A* + shortcut) is used for map images, and when the graph finds no path."""
 
     @property
     def inflation_m(self) -> float:
@@ -71,6 +75,10 @@ class SymbolicPlanner:
         self.spacing_m = self.subgoal_radius_m * self.config.subgoal_spacing_fraction
         self.grid = FlightGrid(world, self.config.resolution_m, self.config.inflation_m, occupancy_map)
         self._legs: dict[tuple, np.ndarray | None] = {}
+        self._use_graph = self.config.use_visibility_graph and occupancy_map is None
+        self._graphs: dict[tuple, OctagonVisibilityGraph] = {}
+        self.stats = {"graph_legs": 0, "grid_legs": 0, "straight_legs": 0}
+        """How legs were planned (for benchmarks and diagnostics)."""
 
     @classmethod
     def from_file(cls, world_path: str | Path, subgoal_radius_m: float, config: PlannerConfig | None = None):
@@ -97,6 +105,21 @@ class SymbolicPlanner:
         named = [(getattr(b, "name", None) or getattr(b, "id"), b) for b in self.world.solid_boxes()]
         return named + [("added obstacle", b) for b in self.grid.added_boxes]
 
+    def _box_arrays(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        n = len(self.grid.added_boxes)
+        if getattr(self, "_arrays_for", None) != n:
+            named = self._boxes()
+            self._arrays = ([nm for nm, _ in named], np.array([b.lower for _, b in named]).reshape(-1, 3),
+                            np.array([b.upper for _, b in named]).reshape(-1, 3))
+            self._arrays_for = n
+        return self._arrays
+
+    def _box_distances(self, p: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """Names of all boxes and the distance from p to each (0 inside)."""
+        names, lower, upper = self._box_arrays()
+        d = np.maximum(np.maximum(lower - p, p - upper), 0.0)
+        return names, np.linalg.norm(d, axis=1)
+
     def _check_point(self, p: np.ndarray, what: str) -> None:
         if not np.all(np.isfinite(p)):
             raise PlanningError(f"{what} {p.tolist()} is not finite")
@@ -104,14 +127,17 @@ class SymbolicPlanner:
         if not b.contains(p):
             raise PlanningError(f"{what} {_fmt(p)} is outside the map: the bounds are x {b.min[0]:g}..{b.max[0]:g}, "
                                 f"y {b.min[1]:g}..{b.max[1]:g}, z {b.min[2]:g}..{b.max[2]:g} m")
-        for name, box in self._boxes():
-            if box.contains(p):
-                raise PlanningError(f"{what} {_fmt(p)} is inside obstacle {name!r}")
+        names, dist = self._box_distances(p)
+        if len(dist) == 0:
+            return
+        inside = np.nonzero(dist <= 0.0)[0]
+        if len(inside):
+            raise PlanningError(f"{what} {_fmt(p)} is inside obstacle {names[inside[0]]!r}")
         r = self.config.inflation_m
-        for name, box in self._boxes():
-            if box.distance(p) < r:
-                raise PlanningError(f"{what} {_fmt(p)} is {box.distance(p):.2f} m from obstacle {name!r}; "
-                                    f"it must be at least {r:.2f} m away (robot radius + margin)")
+        k = int(np.argmin(dist))
+        if dist[k] < r:
+            raise PlanningError(f"{what} {_fmt(p)} is {dist[k]:.2f} m from obstacle {names[k]!r}; "
+                                f"it must be at least {r:.2f} m away (robot radius + margin)")
 
     def _check_goal(self, p: np.ndarray, what: str) -> None:
         self._check_point(p, what)
@@ -154,14 +180,19 @@ class SymbolicPlanner:
     # -- legs --------------------------------------------------------------------------------
     def _vertical(self, a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
         """A vertical leg; its column must be clear of obstacles."""
-        n = max(2, int(math.ceil(abs(b[2] - a[2]) / (self.config.resolution_m / 2))) + 1)
         r = self.config.inflation_m
-        for z in np.linspace(a[2], b[2], n):
-            p = np.array([a[0], a[1], z])
-            for name, box in self._boxes():
-                if box.distance(p) < r:
-                    raise PlanningError(f"cannot {what} at {_fmt(a[:2])}: obstacle {name!r} is in the way at "
-                                        f"z = {z:.2f} m; move to a clear spot first (e.g. `goto X Y Z`)")
+        names, lower, upper = self._box_arrays()
+        z_lo, z_hi = min(a[2], b[2]), max(a[2], b[2])
+        for k in range(len(names)):
+            dxy = np.linalg.norm(np.maximum(np.maximum(lower[k, :2] - a[:2], a[:2] - upper[k, :2]), 0.0))
+            if dxy >= r:
+                continue
+            # The column's closest approach in z to the box, given its horizontal distance.
+            reach = math.sqrt(max(r * r - dxy * dxy, 0.0))
+            if lower[k, 2] - reach < z_hi and upper[k, 2] + reach > z_lo:
+                z = float(np.clip(upper[k, 2] + reach, z_lo, z_hi))
+                raise PlanningError(f"cannot {what} at {_fmt(a[:2])}: obstacle {names[k]!r} is in the way "
+                                    f"below z = {z:.2f} m; move to a clear spot first (e.g. `goto X Y Z`)")
         return np.stack([a, b])
 
     def _nearest_free(self, blocked: np.ndarray, cell: tuple[int, int]) -> tuple[int, int] | None:
@@ -185,9 +216,38 @@ class SymbolicPlanner:
         self._legs[key] = path
         return path
 
+    def _graph(self, z_lo: float, z_hi: float) -> OctagonVisibilityGraph:
+        """The visibility graph of the boxes that reach the altitude band (cached per set of boxes)."""
+        r = self.config.inflation_m
+        _, lower, upper = self._box_arrays()
+        meets = (lower[:, 2] - r <= z_hi) & (upper[:, 2] + r >= z_lo)
+        key = (len(lower), *np.nonzero(meets)[0].tolist())
+        graph = self._graphs.get(key)
+        if graph is None:
+            lo, hi = lower[meets], upper[meets]
+            arr = np.column_stack([(lo[:, :2] + hi[:, :2]) / 2, (hi[:, :2] - lo[:, :2]) / 2])
+            (x0, y0, _), (x1, y1, _) = self.world.bounds.min, self.world.bounds.max
+            graph = OctagonVisibilityGraph(arr, r, (x0 + r, y0 + r, x1 - r, y1 - r))
+            self._graphs[key] = graph
+        return graph
+
+    def _with_altitude(self, xy: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        xy = np.array(xy, dtype=np.float64)
+        xy[0], xy[-1] = a[:2], b[:2]
+        seg = np.linalg.norm(np.diff(xy, axis=0), axis=1)
+        frac = np.concatenate([[0.0], np.cumsum(seg)]) / max(seg.sum(), 1e-12)
+        return np.column_stack([xy, a[2] + (b[2] - a[2]) * frac])
+
     def _leg(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-        if np.linalg.norm(b - a) < 1e-9:
+        if np.linalg.norm(b[:2] - a[:2]) < 1e-9:
+            self.stats["straight_legs"] += 1
             return np.stack([a, b])
+        if self._use_graph:
+            xy = self._graph(min(a[2], b[2]), max(a[2], b[2])).shortest_path(a[:2], b[:2])
+            if xy is not None:
+                self.stats["graph_legs" if len(xy) > 2 else "straight_legs"] += 1
+                return self._with_altitude(xy, a, b)
+        self.stats["grid_legs"] += 1
         blocked = self.grid.blocked(a[2], b[2])
         ca, cb = self.grid.to_cell(a[:2])[0], self.grid.to_cell(b[:2])[0]
         if line_of_sight(blocked, ca, cb)[0]:
@@ -209,12 +269,7 @@ class SymbolicPlanner:
         pts = np.asarray(cells, dtype=np.float64)[idx] + 0.5
         pts = np.vstack([*prefix, pts[1:-1], cb[None]]) if len(pts) > 2 else np.vstack([*prefix, cb[None]])
         pts = shortcut(blocked, pts)
-        xy = self.grid.to_world(pts)
-        xy[0], xy[-1] = a[:2], b[:2]
-        seg = np.linalg.norm(np.diff(xy, axis=0), axis=1)
-        frac = np.concatenate([[0.0], np.cumsum(seg)]) / max(seg.sum(), 1e-12)
-        z = a[2] + (b[2] - a[2]) * frac
-        return np.column_stack([xy, z])
+        return self._with_altitude(self.grid.to_world(pts), a, b)
 
     def leg_cost(self, a: np.ndarray, b: np.ndarray) -> float:
         path = self.leg(a, b)
@@ -245,9 +300,9 @@ class SymbolicPlanner:
         b = self.world.bounds
         if not b.contains(start):
             raise PlanningError(f"the start position {_fmt(start)} is outside the map bounds {b.min}..{b.max}")
-        for name, box in self._boxes():
-            if box.contains(start):
-                raise PlanningError(f"the start position {_fmt(start)} is inside obstacle {name!r}")
+        names, dist = self._box_distances(start)
+        if len(dist) and dist.min() <= 0.0:
+            raise PlanningError(f"the start position {_fmt(start)} is inside obstacle {names[int(np.argmin(dist))]!r}")
         return start
 
     def _airborne(self, pos: np.ndarray) -> bool:
@@ -305,6 +360,7 @@ class SymbolicPlanner:
     def add_obstacle(self, box: Box) -> None:
         """An obstacle seen at run time; later plans avoid it."""
         self.grid.add_box(box)
+        self._graphs.clear()
 
     def _blocked_boxes(self, blocked) -> list[Box]:
         if blocked is None:
