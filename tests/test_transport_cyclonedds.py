@@ -43,6 +43,7 @@ def test_bad_topic_names(bad):
 def test_namespace_resolution(node):
     assert node.resolve_topic("odom") == "/cf1/odom"
     assert node.resolve_topic("/odom") == "/cf1/odom"
+    assert node.resolve_topic("/clock") == "/clock" and node.resolve_topic("clock") == "/clock"  # one world clock
     pub = node.create_publisher(String, "chatter")
     assert pub.topic == "/cf1/chatter"
     with pytest.raises(TransportError, match="topic name"):

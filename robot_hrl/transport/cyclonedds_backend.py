@@ -362,7 +362,7 @@ class CycloneNode(Node):
         self._sim_time: float | None = None
         self._sim_timer_due = False
         if self.use_sim_time:
-            self.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS, _absolute=True)
+            self.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS)  # global: see GLOBAL_TOPICS
 
     # ---- topics -------------------------------------------------------------------------------
     def resolve_topic(self, topic: str) -> str:
@@ -377,14 +377,13 @@ class CycloneNode(Node):
         return pub
 
     def create_subscription(self, msg_type: type, topic: str, callback: Callable[[Any], None],
-                            qos: QoS = COMMAND_QOS, *, raw: bool = False, _absolute: bool = False) -> CycloneSubscription:
+                            qos: QoS = COMMAND_QOS, *, raw: bool = False) -> CycloneSubscription:
         """Subscribe; ``raw=True`` hands the callback the sample's CDR bytes (with the 4-byte
         encapsulation header) instead of a decoded message, as rclpy's ``raw=True`` does."""
         self._check_alive()
         if not callable(callback):
             raise TransportError(f"subscription callback for {topic!r} is not callable: {callback!r}")
-        name = topic if _absolute else self.resolve_topic(topic)
-        sub = CycloneSubscription(self, _check_msg_type(msg_type), name, callback, qos, raw)
+        sub = CycloneSubscription(self, _check_msg_type(msg_type), self.resolve_topic(topic), callback, qos, raw)
         self._subscriptions.append(sub)
         return sub
 

@@ -48,6 +48,10 @@ LATCHED_QOS = QoS(Reliability.RELIABLE, Durability.TRANSIENT_LOCAL, depth=1)
 """Plans and tasks: a late subscriber still gets the last one."""
 
 
+GLOBAL_TOPICS = frozenset({"/clock"})
+"""Topics that are never put under a node's namespace."""
+
+
 class Publisher(abc.ABC):
     @abc.abstractmethod
     def publish(self, msg: Any) -> None: ...
@@ -108,8 +112,12 @@ class Node(abc.ABC):
 
     def resolve_topic(self, topic: str) -> str:
         """Relative names go under the namespace; absolute names ("/x") under it too, as the
-        stack keeps one namespace per robot (fleets share a DDS domain)."""
+        stack keeps one namespace per robot (fleets share a DDS domain). Exception: the topics
+        of :data:`GLOBAL_TOPICS` (``/clock``: one simulated world, one clock, which ROS 2's
+        ``use_sim_time`` reads from ``/clock`` whatever the node's namespace)."""
         topic = "/" + topic.lstrip("/")
+        if topic in GLOBAL_TOPICS:
+            return topic
         return f"{self.namespace}{topic}" if self.namespace else topic
 
     @abc.abstractmethod
