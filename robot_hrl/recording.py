@@ -33,7 +33,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from robot_hrl.errors import ConfigError, RobotHrlError
 from robot_hrl.msgs import MessageTypeError, message_class, ros_type_name
-from robot_hrl.transport.interface import Durability, Node, QoS, Reliability
+from robot_hrl.transport.interface import GLOBAL_TOPICS, Durability, Node, QoS, Reliability
 
 BAG_VERSION = 8
 """rosbag2 metadata version written (rosbags writes 8 or 9; 8 is read by more ROS 2 releases)."""
@@ -194,9 +194,12 @@ class TopicRecorder:
     def _subscribe_absolute(self, topic: str, cls: type, qos: QoS) -> None:
         # discovered names are fully qualified; a namespaced node would prefix them again
         ns = self.node.namespace
-        if ns and not topic.startswith(ns + "/"):
-            return
-        relative = topic[len(ns):] if ns else topic
+        if topic in GLOBAL_TOPICS or not ns:
+            relative = topic
+        elif topic.startswith(ns + "/"):
+            relative = topic[len(ns):]
+        else:
+            return  # another robot's topic
         self.bag.add_topic(topic, ros_type_name(cls), qos)
         self._subs[topic] = self.node.create_subscription(cls, relative, self._writer_for(topic), qos, raw=True)
         _log.info("recording %s (%s)", topic, ros_type_name(cls))

@@ -266,16 +266,26 @@ class RclpyNode(Node):
         self._spinning = True
         try:
             if _once is not None:
-                self._executor.spin_once(timeout_sec=_once)
+                self._spin_once_guarded(_once)
                 return
             while not self._shutdown and rclpy.ok():
                 if until is not None and until():
                     return
-                self._executor.spin_once(timeout_sec=_MAX_WAIT_S)
+                self._spin_once_guarded(_MAX_WAIT_S)
         finally:
             self._spinning = False
             if self._shutdown:
                 self._destroy()
+
+    def _spin_once_guarded(self, timeout_s: float) -> None:
+        try:
+            self._executor.spin_once(timeout_sec=timeout_s)
+        except UnicodeDecodeError as exc:
+            # rclpy decodes in C before our callback: a string that is not UTF-8 surfaces here.
+            self.dropped_samples += 1
+            if self.dropped_samples <= 3 or self.dropped_samples % 100 == 0:
+                self._logger.warning("dropped an undecodable message (%s); %d dropped so far", exc,
+                                     self.dropped_samples)
 
     def shutdown(self) -> None:
         """Stop spinning and destroy the node (after the running callback, when called from one)."""
