@@ -13,7 +13,7 @@ import os
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 
 from robot_hrl.launch.graph import LAUNCH_ARGUMENTS, NAVIGATION_NODES
@@ -41,6 +41,8 @@ def generate_launch_description() -> LaunchDescription:
         overrides = {"use_sim_time": LaunchConfiguration("use_sim")}
         for arg, param in spec.arguments.items():
             overrides[param] = LaunchConfiguration(arg)
+        if spec.name == "sim_node":  # the VLM planner looks through the robot's camera
+            overrides["camera"] = PythonExpression(["'", LaunchConfiguration("planner"), "' == 'vlm'"])
         actions.append(
             Node(
                 package=PACKAGE,

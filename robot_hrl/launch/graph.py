@@ -105,6 +105,8 @@ def check_arguments(values: dict[str, str]) -> dict[str, str]:
 def node_parameters(spec: NodeSpec, arguments: dict[str, str]) -> dict[str, object]:
     """The parameters the launch arguments set on ``spec`` (on top of the parameters file)."""
     params: dict[str, object] = {"use_sim_time": as_bool(arguments["use_sim"])}
+    if spec.name == "sim_node" and arguments.get("planner") == "vlm":
+        params["camera"] = True  # the VLM planner looks through the robot's camera
     for arg, param in spec.arguments.items():
         value = arguments.get(arg, "")
         if arg == "task" and value == "":

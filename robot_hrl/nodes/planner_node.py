@@ -263,18 +263,14 @@ def subgoal_radius_from_model(model_path: str) -> float:
     return PolicyContract.from_json(meta.get(CONTRACT_METADATA_KEY)).subgoal_radius_m
 
 
-def make_planner(kind: str, world, subgoal_radius_m: float, llm_url: str, model: str, timeout_s: float):
-    try:
-        from robot_hrl.planning import make_planner as factory
-    except ImportError:
-        factory = None
-    if factory is not None:
-        return factory(kind, world, subgoal_radius_m, llm_url=llm_url, model=model or None, timeout_s=timeout_s)
-    if kind != "symbolic":
-        raise RobotHrlError(f"planner {kind!r} is not available in this install; use planner:=symbolic")
-    from robot_hrl.planning import SymbolicPlanner
+def make_planner(kind: str, world, subgoal_radius_m: float, llm_url: str, model: str, timeout_s: float,
+                 safety_margin_m: float | None = None):
+    from robot_hrl.planning import PlannerConfig as GridConfig
+    from robot_hrl.planning import make_planner as factory
 
-    return SymbolicPlanner(world, subgoal_radius_m)
+    config = GridConfig() if safety_margin_m is None else GridConfig(safety_margin_m=float(safety_margin_m))
+    return factory(kind, world, subgoal_radius_m, llm_url=llm_url, model=model or None, timeout_s=timeout_s,
+                   config=config)
 
 
 class PlannerNode:
@@ -287,6 +283,7 @@ class PlannerNode:
             ("model", "models/crazyflie_goto.onnx"), ("subgoal_radius_m", 0.0),
             ("llm_url", "http://localhost:11434/v1"), ("llm_model", ""), ("llm_timeout_s", 30.0), ("task", ""),
             ("subgoal_rate_hz", 5.0), ("blocked_replan_s", 2.0), ("max_replans", 3), ("frame_id", "map"),
+            ("safety_margin_m", 0.2),
         )}
         self.p = p
         from robot_hrl.errors import ConfigError
@@ -300,8 +297,10 @@ class PlannerNode:
         self.world = load_world(resolve_resource(p["world"], "world file"))
         radius = float(p["subgoal_radius_m"]) or subgoal_radius_from_model(str(p["model"]))
         if planner is None:
+            if float(p["safety_margin_m"]) < 0:
+                raise ConfigError(f"planner_node: safety_margin_m={p['safety_margin_m']!r} must be >= 0")
             planner = make_planner(str(p["planner"]), self.world, radius, str(p["llm_url"]), str(p["llm_model"]),
-                                   float(p["llm_timeout_s"]))
+                                   float(p["llm_timeout_s"]), float(p["safety_margin_m"]))
         self.core = PlannerCore(planner, floor_z=float(self.world.bounds.min[2]),
                                 config=PlannerConfig(float(p["blocked_replan_s"]), int(p["max_replans"])))
         self.frame_id = str(p["frame_id"])
@@ -315,6 +314,11 @@ class PlannerNode:
         node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS)
         node.create_subscription(String, "/skill/status", self._on_skill_status, COMMAND_QOS)
         self.timer = node.create_timer(1.0 / float(p["subgoal_rate_hz"]), self._tick)
+        self._quat = (1.0, 0.0, 0.0, 0.0)
+        if hasattr(planner, "set_image"):
+            from robot_hrl.msgs import Image
+
+            node.create_subscription(Image, "/camera/image_raw", self._on_image, SENSOR_QOS)
         self._published_version = -1
         self._last_status: str | None = None
         self.tasks_rejected = 0
@@ -350,12 +354,24 @@ class PlannerNode:
 
     def _on_odom(self, msg: Odometry) -> None:
         p = msg.pose.pose.position
+        o = msg.pose.pose.orientation
+        self._quat = (o.w, o.x, o.y, o.z)
         pos = (p.x, p.y, p.z)
         if all(np.isfinite(pos)):
             self.core.on_position(pos)
         if self.core.pending_task is not None:
             error = self.core.poll_pending(self._now())
             self._after_task(self.core.task_text, error)
+
+    def _on_image(self, msg) -> None:
+        from robot_hrl.msgs import array_from_image
+
+        try:
+            rgb = array_from_image(msg)
+            if msg.encoding == "rgb8":
+                self.core.planner.set_image(rgb, self._quat)
+        except (ValueError, RobotHrlError) as exc:
+            self.node.get_logger().warning(f"camera image ignored: {exc}")
 
     def _on_skill_status(self, msg: String) -> None:
         try:
