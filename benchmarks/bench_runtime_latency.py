@@ -7,6 +7,7 @@ Prints p50 / p99 / p99.9 / max in microseconds for:
   observe           the contract observation from a RobotState + subgoal
   to_wrench         normalized actions -> [thrust, tau_x, tau_y, tau_z]
   tick              step(state, subgoal) + to_wrench: one whole control tick
+  infer batch 1024  OnnxPolicy.infer on 1024 observations at once (throughput)
 
 Targets (issue #3): infer p50 <= 20 us, tick p99 <= 100 us. The garbage collector stays on,
 as it would in a node. Run it on an otherwise idle machine; a shared CPU inflates p99.
@@ -99,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
             value = {"p50": p50, "p99": p99}[stat]
             if value > limit:
                 failed.append(f"{name} {stat} {value:.1f} us > {limit:.0f} us")
+    batch = rng.uniform(-0.5, 0.5, (1024, policy.observation_size)).astype(np.float32)
+    us = measure(lambda: policy.infer(batch), max(args.iterations // 100, 20), 10)
+    print(f"{'infer batch 1024':<17}{np.percentile(us, 50):9.0f}{np.percentile(us, 99):9.0f}{'':>9}{us.max():10.0f}{us.mean():9.0f}"
+          f"   ({1024 / np.percentile(us, 50):.2f} M observations/s at p50)")
     print("\ntargets   " + ", ".join(f"{n} {s} <= {v:.0f} us" for n, (s, v) in TARGETS_US.items())
           + (": met" if not failed else ": MISSED (" + "; ".join(failed) + ")"))
     print("GPU providers (CUDA, TensorRT): not measured here (no GPU on this machine).")
