@@ -151,6 +151,11 @@ def test_shutdown_from_a_callback_and_from_another_thread(monkeypatch):
     assert a.is_shutdown
     with pytest.raises(TransportError, match="shut down"):
         a.create_publisher(String, "x")
+    c = create_node("c", backend="cyclonedds", domain_id=domain)
+    pub = c.create_publisher(String, "x")
+    c.shutdown()
+    with pytest.raises(TransportError, match="destroyed"):
+        pub.publish(String("late"))
     b = CycloneNode("b", domain_id=domain)
     started = threading.Event()
     b.create_timer(0.001, started.set)

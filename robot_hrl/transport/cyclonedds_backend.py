@@ -206,11 +206,14 @@ class CyclonePublisher(Publisher):
         if type(msg) is not self.msg_type:
             raise MessageTypeError(f"publisher on {self.topic} carries {ros_type_name(self.msg_type)}, "
                                    f"got {type(msg).__module__}.{type(msg).__name__}")
+        writer = self._writer
+        if writer is None:
+            raise TransportError(f"publisher on {self.topic} was destroyed (its node was shut down)")
         try:
-            self._writer.write(msg)
+            writer.write(msg)
         except DDSException as exc:
             raise TransportError(f"could not publish on {self.topic}: {exc}") from exc
-        except (TypeError, ValueError, AssertionError, OverflowError, Exception) as exc:  # noqa: B014
+        except Exception as exc:  # noqa: BLE001
             # cyclonedds raises assorted exceptions (struct.error, AssertionError) for values
             # that do not fit the field types; say which message and topic.
             raise MessageTypeError(f"cannot serialize {type(msg).__name__} for {self.topic}: "
@@ -218,6 +221,8 @@ class CyclonePublisher(Publisher):
 
     def publish_raw(self, cdr: bytes) -> None:
         """Publish already serialized CDR bytes (with their 4-byte encapsulation header), e.g. from a bag."""
+        if self._writer is None:
+            raise TransportError(f"publisher on {self.topic} was destroyed (its node was shut down)")
         data = bytes(cdr)
         data = data.ljust((len(data) + 3) & ~3, b"\0")
         ret = ddspy_write(self._writer._ref, data)
@@ -263,6 +268,8 @@ class CycloneSubscription(Subscription):
                 if self.raw:
                     self.received += 1
                     self.callback(data)
+                    if self._reader is None:
+                        return
                     continue
                 try:
                     msg = self.msg_type.deserialize(data)
@@ -360,7 +367,6 @@ class CycloneNode(Node):
         self._spinning = False
         self._destroy_lock = threading.Lock()
         self._sim_time: float | None = None
-        self._sim_timer_due = False
         if self.use_sim_time:
             self.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS)  # global: see GLOBAL_TOPICS
 
