@@ -223,8 +223,8 @@ def _role_malformed(topic: str, count: str) -> None:
     _stop_on_stdin_eof(node.shutdown)
     print("READY", flush=True)
     node.spin(until=lambda: pub.get_subscription_count() > 0)
-    # Cyclone DDS itself checks the CDR structure of every sample (lengths, bounds), so truncated
-    # or mistyped bytes never leave a writer nor reach a reader: what gets through is what only the
+    # Cyclone DDS checks the CDR structure of a sample against its type (lengths, bounds), so
+    # truncated or mistyped bytes do not leave a writer: what gets through is what only the
     # decoder sees, like strings that are not UTF-8 (a C++ node may send any bytes).
     bad = Odometry()
     bad.header.frame_id, bad.child_frame_id = "ab", "cd"
