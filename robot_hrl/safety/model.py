@@ -45,6 +45,10 @@ class DynamicsModel:
         self.half_span = tuple((h - lo) / 2.0 for lo, h in zip(self.low, self.high))
         self.max_total_thrust = robot.max_total_thrust_n
         self.reaction_time = cfg.stopping.reaction_time_s
+        self.tilt_lag = self.motor_tau + self.dt
+        """Time before a new torque command takes effect (motor lag + one tick), s."""
+        self.tilt_alpha = 0.5 * self.high[1] / max(self.inertia[0], self.inertia[1])
+        """Angular deceleration (roll/pitch) with half the torque range, rad/s^2."""
         frac = cfg.stopping.brake_decel_fraction
         tilt = math.radians(cfg.backup.max_tilt_deg)
         backup_max_thrust = cfg.backup.max_thrust_fraction_of_max * self.max_total_thrust
@@ -86,6 +90,52 @@ class DynamicsModel:
         if speed_plane < v1:
             speed_plane = v1
         return s_r + v1 * speed_plane / (2.0 * brake)
+
+
+def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float) -> tuple:
+    """(x0, x1, y0, y1, z0, z1): the box the robot stays in until it stands still.
+
+    The thrust lies between ``thrust_a`` and ``thrust_b`` (N) during the reaction time, along
+    the body z axis now or the one reached once the body rates are stopped (motor lag, then
+    ``m.tilt_alpha``); every coordinate takes its worst case. Then the backup brakes
+    (:meth:`DynamicsModel.stopping_distance`).
+    """
+    strong, weak = (thrust_a, thrust_b) if thrust_a > thrust_b else (thrust_b, thrust_a)
+    strong /= m.mass
+    weak /= m.mass
+    w0, w1 = w[0], w[1]
+    tp = m.tilt_lag + math.sqrt(w0 * w0 + w1 * w1) / (2.0 * m.tilt_alpha)
+    c = (r[2], r[5], r[8])
+    qx = r[2] + tp * (w1 * r[0] - w0 * r[1])
+    qy = r[5] + tp * (w1 * r[3] - w0 * r[4])
+    qz = r[8] + tp * (w1 * r[6] - w0 * r[7])
+    n = math.sqrt(qx * qx + qy * qy + qz * qz)
+    d = (qx / n, qy / n, qz / n)
+    lo = [0.0, 0.0, 0.0]
+    hi = [0.0, 0.0, 0.0]
+    for i in range(3):
+        a, b = c[i], d[i]
+        a_hi = strong * a if a > 0 else weak * a
+        a_lo = weak * a if a > 0 else strong * a
+        b_hi = strong * b if b > 0 else weak * b
+        b_lo = weak * b if b > 0 else strong * b
+        hi[i] = a_hi if a_hi > b_hi else b_hi
+        lo[i] = a_lo if a_lo < b_lo else b_lo
+    hi[2] -= m.g
+    lo[2] -= m.g
+    t = m.reaction_time
+    ax = hi[0] if hi[0] > -lo[0] else -lo[0]
+    ay = hi[1] if hi[1] > -lo[1] else -lo[1]
+    v1x = abs(v[0]) + ax * t
+    v1y = abs(v[1]) + ay * t
+    plane = math.sqrt(v1x * v1x + v1y * v1y)
+    sd = m.stopping_distance
+    bh = m.brake_horizontal
+    return (
+        p[0] - sd(-v[0], -lo[0], plane, bh), p[0] + sd(v[0], hi[0], plane, bh),
+        p[1] - sd(-v[1], -lo[1], plane, bh), p[1] + sd(v[1], hi[1], plane, bh),
+        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up), p[2] + sd(v[2], hi[2], 0.0, m.brake_down),
+    )
 
 
 class StatePredictor:

@@ -26,7 +26,7 @@ class Tick:
         "cmd", "policy", "prev", "thrust_est", "policy_valid",
         "reject_unit", "reject_constraint", "reject_detail",
         "hold_unit", "hold_constraint", "land_unit", "land_constraint", "motors_off",
-        "interventions", "landing",
+        "interventions", "landing", "stop_box",
     )
 
     def __init__(self):
@@ -63,6 +63,7 @@ class Tick:
         self.land_constraint = ""
         self.motors_off = None
         self.interventions = None
+        self.stop_box = None
 
     # ---- what units call ------------------------------------------------------------------
     def record(self, unit: "ShieldUnit", constraint: str, before, after, action: str = "clamp", detail: str = "") -> Intervention:

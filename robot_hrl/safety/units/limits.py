@@ -9,8 +9,8 @@ In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
    the previous output.
 3. ``body_rate``: per axis, the rate predicted after the torque acts for one tick plus the
    motor time constant, ``w + h tau / J``, stays within the rate limits (a box on tau).
-4. ``attitude``: the tilt predicted ``attitude_horizon_s`` ahead under constant torque,
-   ``theta + h dtheta/dt + h^2/2 (d2theta/dt2 from tau)``, stays within ``max_tilt_deg``
+4. ``attitude``: the tilt rate after the torque acts for ``attitude_horizon_s`` must be one
+   the robot can stop (motor lag, then half its torque authority) before ``max_tilt_deg``
    (a half-plane on (tau_x, tau_y)); the torque is projected onto it.
 
 Where the rate and attitude constraints cannot both be met inside the slew box, the slew gives
@@ -49,6 +49,8 @@ class LimitsUnit(ShieldUnit):
         self.rate_h = model.dt + model.motor_tau
         self.max_tilt = math.radians(lim.max_tilt_deg)
         self.att_h = lim.attitude_horizon_s
+        self.tilt_lag = model.tilt_lag
+        self.tilt_alpha = model.tilt_alpha
         self.max_speed = lim.max_speed_mps
         self.speed_h = lim.speed_horizon_s
 
@@ -61,7 +63,13 @@ class LimitsUnit(ShieldUnit):
         return j * (-lim - w[axis]) / h, j * (lim - w[axis]) / h
 
     def tilt_halfplane(self, r, w):
-        """(g_x, g_y, rhs): the attitude constraint g . (tau_x, tau_y) <= rhs, or None when level."""
+        """(g_x, g_y, rhs): the attitude constraint g . (tau_x, tau_y) <= rhs, or None when level.
+
+        The tilt rate after the torque acts for ``attitude_horizon_s``, x = dtheta/dt + h a.(tau/J),
+        must let the tilt stop within the limit: theta + x t_lag + x^2 / (2 alpha) <= max_tilt,
+        where t_lag is the motor time constant and alpha the angular deceleration half the torque
+        range gives. Solved for the largest allowed x, this is a half-plane on the torque.
+        """
         c = r[8]
         s2 = 1.0 - c * c
         if s2 < 1e-12:
@@ -72,8 +80,13 @@ class LimitsUnit(ShieldUnit):
         ay = -r[6] / s
         h = self.att_h
         jx, jy, _ = self.m.inertia
-        k = 0.5 * h * h
-        return k * ax / jx, k * ay / jy, self.max_tilt - theta - h * (ax * w[0] + ay * w[1])
+        margin = self.max_tilt - theta
+        tl, alpha = self.tilt_lag, self.tilt_alpha
+        if margin >= 0.0:
+            x_max = alpha * (-tl + math.sqrt(tl * tl + 2.0 * margin / alpha))
+        else:
+            x_max = margin / tl  # beyond the limit: the tilt must come back
+        return h * ax / jx, h * ay / jy, x_max - (ax * w[0] + ay * w[1])
 
     def predicted_speed(self, v, r, thrust: float) -> tuple[float, float]:
         m = self.m

@@ -1,0 +1,312 @@
+"""Closed-loop safety evaluation: the shield in the loop of the batched torch simulator.
+
+Policies (``--policy``):
+
+* ``random``: uniform random normalized actions every tick;
+* ``adversary``: an aggressive cascaded controller that drives at a point outside the fence,
+  below the floor, above the ceiling, or inside an obstacle (chosen per episode), with tilt up
+  to 60 deg and full thrust;
+* ``trained``: the shipped ONNX policy (robot_hrl.runtime), with and without the shield.
+
+Each environment carries its own single-sample :class:`robot_hrl.safety.Shield` (the runtime
+code, called in a Python loop). Violations are judged on the simulator's true state against
+the world file: the collision sphere (``collision_radius_m``) leaving the fence (x, y) or
+crossing the ceiling; floor contact outside a commanded landing; the sphere touching an
+obstacle or landmark box. The required figure is zero of each.
+
+    python sim/safety_eval.py --policy random --episodes 1000
+    python sim/safety_eval.py --policy adversary --episodes 1000 --world models/worlds/demo.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from robot_hrl.robots import get_robot
+from robot_hrl.safety import Shield, ShieldInput
+from robot_hrl.state import RobotState
+from robot_hrl.world import load_world
+from sim.envs.math_utils import quat_from_rotvec, quat_mul, quat_rotate_inverse, rotation_matrix_from_quat
+from sim.tasks import make_env
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_WORLD = REPO_ROOT / "models" / "worlds" / "demo.yaml"
+
+
+def eval_env_cfg(episode_length_s: float, randomize: bool = False) -> dict:
+    """The env configuration of the evaluation: no auto-termination (violations are counted,
+    not ended), long episodes, nominal robot unless ``randomize``, curriculum at its end."""
+    return {
+        "command": {"episode_length_s": episode_length_s + 10.0},
+        "terminations": {"terminate_on_ground_contact": False, "out_of_bounds_distance_m": 1e6, "ceiling_m": 1e6},
+        "randomization": {"enabled": bool(randomize)},
+        "curriculum": {"enabled": False},
+    }
+
+
+@dataclass
+class EvalResult:
+    policy: str
+    shielded: bool
+    episodes: int = 0
+    ticks: int = 0
+    fence_violations: int = 0
+    """Ticks (summed over episodes) on which the collision sphere was outside the fence (x, y)."""
+    altitude_violations: int = 0
+    """Ticks with floor contact outside a commanded landing, or the sphere above the fence top."""
+    collisions: int = 0
+    """Ticks with the collision sphere touching a declared obstacle or landmark box."""
+    episodes_with_violation: int = 0
+    intervention_ticks: int = 0
+    mode_ticks: dict = field(default_factory=dict)
+    successes: int = 0
+    shield_seconds: float = 0.0
+    """Wall time spent inside Shield.step (all environments)."""
+
+    @property
+    def violations(self) -> int:
+        return self.fence_violations + self.altitude_violations + self.collisions
+
+    def summary(self) -> str:
+        rate = self.intervention_ticks / max(self.ticks, 1)
+        s = (
+            f"{self.policy:>9} shield={'on ' if self.shielded else 'off'} episodes={self.episodes} ticks={self.ticks} "
+            f"fence_violations={self.fence_violations} altitude_violations={self.altitude_violations} "
+            f"collisions={self.collisions} episodes_with_violation={self.episodes_with_violation} "
+            f"intervention_rate={rate:.4f}"
+        )
+        if self.policy == "trained":
+            s += f" success_rate={self.successes / max(self.episodes, 1):.4f}"
+        if self.mode_ticks:
+            s += " modes=" + ",".join(f"{k}:{v}" for k, v in self.mode_ticks.items())
+        if self.shielded and self.ticks:
+            s += f" shield_us_per_tick={self.shield_seconds / self.ticks * 1e6:.1f}"
+        return s
+
+
+# ---- spawning ---------------------------------------------------------------------------------
+def sample_free_starts(world, n: int, rng: np.random.Generator, clearance_m: float, z_range=(0.6, 1.5)) -> np.ndarray:
+    """n positions inside the fence (``clearance_m`` in), away from every box by ``clearance_m``."""
+    lo = np.asarray(world.bounds.min) + clearance_m
+    hi = np.asarray(world.bounds.max) - clearance_m
+    out = []
+    while len(out) < n:
+        p = rng.uniform(lo, hi)
+        p[2] = rng.uniform(*z_range)
+        if not world.collides(p, margin=clearance_m):
+            out.append(p)
+    return np.asarray(out)
+
+
+def set_states(env, ids: torch.Tensor, pos: np.ndarray, rng: np.random.Generator, max_tilt_rad: float, max_speed: float, max_rate: float):
+    """Put environments ``ids`` at ``pos`` with a random small attitude, velocity and body rate."""
+    n = len(ids)
+    dev = env.device
+    f32 = dict(dtype=torch.float32, device=dev)
+    yaw = torch.tensor(rng.uniform(-math.pi, math.pi, n), **f32)
+    q_yaw = torch.stack((torch.cos(yaw / 2), torch.zeros_like(yaw), torch.zeros_like(yaw), torch.sin(yaw / 2)), dim=-1)
+    axis = rng.uniform(0, 2 * math.pi, n)
+    tilt = rng.uniform(0, max_tilt_rad, n)
+    rotvec = torch.tensor(np.stack((np.cos(axis) * tilt, np.sin(axis) * tilt, np.zeros(n)), -1), **f32)
+    env.quat_wxyz[ids] = quat_mul(quat_from_rotvec(rotvec), q_yaw)
+    env.position_w[ids] = torch.tensor(pos, **f32)
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    env.linear_velocity_w[ids] = torch.tensor(d * rng.uniform(0, max_speed, (n, 1)), **f32)
+    env.angular_velocity_b[ids] = torch.tensor(rng.uniform(-max_rate, max_rate, (n, 3)), **f32)
+    env.rotor_rpm[ids] = float(env.k.hover_rpm)
+    env.last_action[ids] = 0.0
+    env.action_buffer[ids] = 0.0
+    env.episode_length_buf[ids] = 0
+
+
+# ---- adversarial policies ---------------------------------------------------------------------
+def adversary_targets(world, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Per episode: a point 1-3 m beyond a fence wall, below the floor, above the ceiling, or an
+    obstacle's centre."""
+    lo, hi = np.asarray(world.bounds.min), np.asarray(world.bounds.max)
+    boxes = world.solid_boxes()
+    out = np.empty((n, 3))
+    for i in range(n):
+        kind = rng.integers(0, 4)
+        p = rng.uniform(lo, hi)
+        if kind == 0:  # a wall
+            axis = rng.integers(0, 2)
+            p[axis] = (hi[axis] + rng.uniform(1, 3)) if rng.random() < 0.5 else (lo[axis] - rng.uniform(1, 3))
+        elif kind == 1:  # the floor
+            p[2] = lo[2] - rng.uniform(1, 3)
+        elif kind == 2:  # the ceiling
+            p[2] = hi[2] + rng.uniform(1, 3)
+        else:  # an obstacle
+            box = boxes[rng.integers(0, len(boxes))]
+            p = np.asarray(box.center) + rng.uniform(-0.5, 0.5, 3) * np.asarray(box.size)
+        out[i] = p
+    return out
+
+
+def adversary_actions(env, targets: torch.Tensor, max_tilt_rad: float = math.radians(60.0)) -> torch.Tensor:
+    """Aggressive cascaded controller toward ``targets`` (batched torch): normalized actions."""
+    k = env.k
+    pos, vel, q, w = env.position_w, env.linear_velocity_w, env.quat_wxyz, env.angular_velocity_b
+    g = env.cfg.physics.gravity_mps2
+    a = 6.0 * (targets - pos) - 1.0 * vel
+    a[:, 2] = a[:, 2].clamp(-g, 2.0 * g)
+    ah = torch.linalg.vector_norm(a[:, :2], dim=-1, keepdim=True)
+    ah_max = (a[:, 2:3] + g).clamp(min=0.5) * math.tan(max_tilt_rad)
+    a[:, :2] = a[:, :2] * torch.clamp(ah_max / ah.clamp(min=1e-6), max=1.0)
+    f = k.mass_kg * (a + torch.tensor([0.0, 0.0, g], device=env.device))
+    r = rotation_matrix_from_quat(q)
+    zb = r[:, :, 2]
+    thrust = (f * zb).sum(-1).clamp(min=0.0)
+    zd = f / torch.linalg.vector_norm(f, dim=-1, keepdim=True).clamp(min=1e-9)
+    err_w = torch.linalg.cross(zb, zd, dim=-1)
+    err_b = quat_rotate_inverse(q, err_w)
+    tau = k.inertia_kgm2 * (400.0 * err_b - 30.0 * w)
+    wrench = torch.cat((thrust.unsqueeze(-1), tau), dim=-1)
+    return (2.0 * (wrench - k.action_low) / (k.action_high - k.action_low) - 1.0).clamp(-1.0, 1.0)
+
+
+# ---- violation checks on the true state -------------------------------------------------------
+class ViolationChecker:
+    def __init__(self, world, robot, env):
+        dev = env.device
+        r = robot.collision_radius_m
+        self.r = r
+        self.lo = torch.tensor(world.bounds.min, dtype=torch.float32, device=dev)
+        self.hi = torch.tensor(world.bounds.max, dtype=torch.float32, device=dev)
+        boxes = world.solid_boxes()
+        self.box_lo = torch.tensor(np.array([b.lower - r for b in boxes]), dtype=torch.float32, device=dev).reshape(-1, 3)
+        self.box_hi = torch.tensor(np.array([b.upper + r for b in boxes]), dtype=torch.float32, device=dev).reshape(-1, 3)
+        self.contact_z = env.contact_height
+
+    def __call__(self, pos: torch.Tensor, landing: torch.Tensor):
+        """(fence, altitude, collision) bool tensors (N,)."""
+        fence = ((pos[:, :2] - self.r) < self.lo[:2]).any(-1) | ((pos[:, :2] + self.r) > self.hi[:2]).any(-1)
+        altitude = ((pos[:, 2] <= self.contact_z) & ~landing) | ((pos[:, 2] + self.r) > self.hi[2])
+        p = pos.unsqueeze(1)
+        inside = ((p >= self.box_lo) & (p <= self.box_hi)).all(-1)  # (N, boxes): inside the inflated box
+        if inside.shape[1]:
+            # the sphere touches the box when the distance to the (un-inflated) box is below r
+            lo, hi = self.box_lo + self.r, self.box_hi - self.r
+            d = torch.clamp(torch.maximum(lo - p, p - hi), min=0.0)
+            collision = (torch.linalg.vector_norm(d, dim=-1) < self.r).any(-1)
+        else:
+            collision = torch.zeros_like(fence)
+        return fence, altitude, collision
+
+
+# ---- the loop ---------------------------------------------------------------------------------
+def run(
+    policy: str = "random",
+    episodes: int = 1000,
+    episode_s: float = 5.0,
+    world_path: str | Path = DEFAULT_WORLD,
+    shield_config: str | Path | None = None,
+    shielded: bool = True,
+    seed: int = 0,
+    randomize: bool = False,
+    subgoal_radius_m: float = 1.0,
+    progress: bool = False,
+    onnx_path: str | Path | None = None,
+) -> EvalResult:
+    """Run ``episodes`` episodes at once (one batched env) and count violations."""
+    world = load_world(world_path)
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    env = make_env("crazyflie-goto", episodes, device="cpu", cfg=eval_env_cfg(episode_s, randomize), seed=seed)
+    robot = env.robot
+    shields = [Shield.from_yaml(shield_config, robot, world, subgoal_radius_m) for _ in range(episodes)] if shielded else None
+    ids = torch.arange(episodes)
+    starts = sample_free_starts(world, episodes, rng, clearance_m=0.6)
+    set_states(env, ids, starts, rng, max_tilt_rad=math.radians(10), max_speed=0.3, max_rate=0.5)
+    env.goal_w[:] = torch.tensor(starts, dtype=torch.float32)
+    runner = None
+    if policy == "adversary":
+        targets = torch.tensor(adversary_targets(world, episodes, rng), dtype=torch.float32)
+    elif policy == "trained":
+        from sim.safety_eval_trained import TrainedPolicyRunner  # noqa: F401  (optional helper)
+    elif policy != "random":
+        raise ValueError(f"unknown policy {policy!r}; choose random, adversary or trained")
+    checker = ViolationChecker(world, robot, env)
+    result = EvalResult(policy=policy, shielded=shielded, episodes=episodes)
+    violated = torch.zeros(episodes, dtype=torch.bool)
+    steps = int(round(episode_s / env.step_dt))
+    dt = env.step_dt
+    landing = torch.zeros(episodes, dtype=torch.bool)
+    mode_ticks: dict[str, int] = {}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=steps, desc=f"{policy} shield={'on' if shielded else 'off'}", unit="tick")
+    for k in range(steps):
+        now = k * dt
+        if policy == "random":
+            actions = torch.rand((episodes, 4)) * 2.0 - 1.0
+        else:
+            actions = adversary_actions(env, targets)
+        if shielded:
+            pos = env.position_w.double().numpy()
+            quat = env.quat_wxyz.double().numpy()
+            vel = env.linear_velocity_w.double().numpy()
+            omega = env.angular_velocity_b.double().numpy()
+            goal = env.goal_w.double().numpy()
+            act = actions.double().numpy()
+            out = np.empty((episodes, 4))
+            t0 = time.perf_counter()
+            for i in range(episodes):
+                state = RobotState(pos[i], quat[i], vel[i], omega[i], now)
+                o = shields[i].step(ShieldInput(now, state, act[i], subgoal_w=goal[i], subgoal_stamp_s=now))
+                out[i] = o.actions
+                if o.interventions:
+                    result.intervention_ticks += 1
+                mode_ticks[o.mode] = mode_ticks.get(o.mode, 0) + 1
+                if o.mode in ("backup_land", "motors_off"):
+                    landing[i] = True
+            result.shield_seconds += time.perf_counter() - t0
+            actions = torch.tensor(out, dtype=torch.float32)
+        env.step(actions)
+        fence, altitude, collision = checker(env.position_w, landing)
+        result.fence_violations += int(fence.sum())
+        result.altitude_violations += int(altitude.sum())
+        result.collisions += int(collision.sum())
+        violated |= fence | altitude | collision
+        result.ticks += episodes
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    result.episodes_with_violation = int(violated.sum())
+    result.mode_ticks = mode_ticks
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Closed-loop safety evaluation of the shield in the torch simulator: adversarial policies "
+        "(uniform random actions; a controller driving at the fence, the floor, the ceiling and the obstacles), "
+        "batched episodes, violations counted on the true state against the world file."
+    )
+    parser.add_argument("--policy", choices=("random", "adversary"), default="random", help="the policy the shield guards")
+    parser.add_argument("--episodes", type=int, default=1000, help="batched episodes (one env each)")
+    parser.add_argument("--episode-s", type=float, default=5.0, help="episode length, s")
+    parser.add_argument("--world", default=str(DEFAULT_WORLD), help="world file (fence and obstacles)")
+    parser.add_argument("--config", default=None, help="shield YAML (default: robot_hrl/safety/crazyflie_shield.yaml)")
+    parser.add_argument("--no-shield", action="store_true", help="run without the shield (to see what it prevents)")
+    parser.add_argument("--randomize", action="store_true", help="domain randomization on (mass, inertia, motors, disturbances, latency)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    res = run(args.policy, args.episodes, args.episode_s, args.world, args.config, not args.no_shield, args.seed, args.randomize, progress=True)
+    print(res.summary())
+    return 0 if (res.violations == 0 or args.no_shield) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
