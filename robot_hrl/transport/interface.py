@@ -73,7 +73,9 @@ class Node(abc.ABC):
 
     def __init__(self, name: str, namespace: str = "", parameters: dict[str, Any] | None = None):
         self.name = name
-        self.namespace = namespace.rstrip("/")
+        namespace = (namespace or "").strip().rstrip("/")
+        self.namespace = "/" + namespace.lstrip("/") if namespace else ""
+        """Absolute ("/cf1") or empty."""
         self._parameters: dict[str, Any] = dict(parameters or {})
         self._logger = logging.getLogger(f"{self.namespace}/{name}".lstrip("/"))
 

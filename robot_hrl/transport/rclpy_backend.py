@@ -193,7 +193,12 @@ class RclpyNode(Node):
         super().__init__(name, namespace, parameters)
         _acquire_context(domain_id)
         try:
-            overrides = [Parameter(k, value=v) for k, v in self._parameters.items()]
+            overrides, self._local_only = [], set()
+            for key, value in self._parameters.items():
+                try:
+                    overrides.append(Parameter(key, value=value))
+                except Exception:  # noqa: BLE001 - dicts, mixed lists, ...: not a ROS parameter type
+                    self._local_only.add(key)
             self._node = _RosNode(name, namespace=self.namespace or None, parameter_overrides=overrides,
                                   automatically_declare_parameters_from_overrides=True)
         except BaseException:
@@ -234,6 +239,8 @@ class RclpyNode(Node):
 
     # ---- parameters ---------------------------------------------------------------------------
     def declare_parameter(self, name: str, default: Any) -> Any:
+        if name in self._local_only:  # a value ROS parameters cannot hold: kept on our side
+            return self._parameters[name]
         if self._node.has_parameter(name):
             value = self._node.get_parameter(name).value
         else:
@@ -242,6 +249,8 @@ class RclpyNode(Node):
         return value
 
     def get_parameter(self, name: str) -> Any:
+        if name in self._local_only:
+            return self._parameters[name]
         if not self._node.has_parameter(name):
             raise KeyError(f"parameter {name!r} was not declared by node {self.name!r}")
         return self._node.get_parameter(name).value
