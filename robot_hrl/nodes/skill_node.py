@@ -429,25 +429,19 @@ class SkillNode:
         self.diag_pub.publish(diag_array(now, statuses))
 
     def run(self, stop: threading.Event) -> None:
-        if self.use_sim_time:
-            self.node.spin(until=stop.is_set)  # ticks come from /clock
-            return
-        # Real time: an absolute-deadline loop in this thread, callbacks in a spinner thread.
-        spinner = threading.Thread(target=self.node.spin, kwargs={"until": stop.is_set}, daemon=True)
-        spinner.start()
-        t0 = time.perf_counter()
-        k = 0
-        while not stop.is_set():
-            due = t0 + k * self.period_s
-            delay = due - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            start = time.perf_counter()
-            late = start - due
-            skipped = int(late // self.period_s) if late > self.period_s else 0
-            k += 1 + skipped
-            self.tick(self.node.now(), late_s=min(late, self.period_s), skipped=skipped)
-        spinner.join(timeout=1.0)
+        if not self.use_sim_time:
+            # Real time: a timer with absolute deadlines on the node's single-threaded executor
+            # (callbacks and ticks in one thread: no lock hand-over, no GIL hand-over between them).
+            self.timer = self.node.create_timer(self.period_s, self._on_timer)
+            self._overruns = 0
+        self.node.spin(until=stop.is_set)  # with use_sim_time the ticks come from /clock
+
+    def _on_timer(self) -> None:
+        due = getattr(self.timer, "last_deadline", None)
+        late = max(0.0, time.perf_counter() - due) if due is not None else 0.0
+        overruns = getattr(self.timer, "overruns", 0)
+        skipped, self._overruns = overruns - self._overruns, overruns
+        self.tick(self.node.now(), late_s=min(late, self.period_s), skipped=skipped)
 
     def close(self) -> None:
         try:

@@ -1,0 +1,217 @@
+"""Figures of the skill node and the launch: prints them (results in benchmarks/results_nodes.md).
+
+1. Fixed-rate loop at 100 Hz and 500 Hz (real time): tick duration p50/p99 (policy + shield +
+   publish) and deadline misses per 10,000 ticks. The real SkillNode, OnnxPolicy and Shield on a
+   Cyclone DDS participant; a separate feeder process publishes /odom at 200 Hz and /subgoal at
+   5 Hz. (At 500 Hz the policy's contract says 100 Hz: the model is loaded without the rate check,
+   as this measures the loop, not the flight.)
+2. /odom -> /cmd_wrench latency over DDS: the skill node executable as its own process on
+   use_sim_time; this process plays the simulator (publishes /odom, then /clock) and waits for
+   the motor command stamped with that period. p50/p99 of the round trip.
+3. The demo (`make demo`'s command): wall time, simulated time and success.
+
+    python benchmarks/bench_skill_node.py [--ticks 10000] [--samples 5000] [--no-demo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from robot_hrl.transport.dds_config import loopback_env  # noqa: E402
+
+MODEL = "models/crazyflie_goto.onnx"
+WORLD = "models/worlds/demo.yaml"
+HOVER = (0.5, 0.5, 1.0)
+DEMO_TASK = "takeoff 1.0; goto red_box; goto green_box; goto blue_box; goto 1.5 3.0 1.0; land"
+
+
+def _join_domain(domain: int) -> None:
+    os.environ.update(loopback_env(domain))
+
+
+def _hover_odom(stamp_s: float):
+    from robot_hrl.msgs import odometry_from_state
+    from robot_hrl.state import RobotState
+
+    return odometry_from_state(RobotState(position_w=np.array(HOVER), stamp_s=stamp_s))
+
+
+# ---- the feeder process --------------------------------------------------------------------------
+def feeder(domain: int) -> int:
+    _join_domain(domain)
+    from robot_hrl.msgs import Odometry, PoseStamped
+    from robot_hrl.nodes.common import pose_stamped
+    from robot_hrl.transport import SENSOR_QOS, create_node
+
+    node = create_node("bench_feeder", backend="cyclonedds", domain_id=domain)
+    odom = node.create_publisher(Odometry, "/odom", SENSOR_QOS)
+    sub = node.create_publisher(PoseStamped, "/subgoal")
+    k = 0
+    t0 = time.perf_counter()
+    while True:
+        odom.publish(_hover_odom(time.time()))
+        if k % 40 == 0:
+            sub.publish(pose_stamped(HOVER, time.time()))
+        k += 1
+        delay = t0 + k / 200.0 - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+
+
+# ---- 1. the fixed-rate loop ----------------------------------------------------------------------
+def bench_loop(rate_hz: float, ticks: int, domain: int) -> dict:
+    _join_domain(domain)
+    from robot_hrl.nodes.skill_node import SkillNode
+    from robot_hrl.robots import CRAZYFLIE_2X
+    from robot_hrl.runtime import OnnxPolicy
+    from robot_hrl.transport import create_node
+
+    proc = subprocess.Popen([sys.executable, __file__, "--feeder", str(domain)], env={**os.environ},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        node = create_node("skill_node", parameters={"world": WORLD, "control_rate_hz": float(rate_hz),
+                                                     "use_sim_time": False, "diagnostics_rate_hz": 1.0},
+                           backend="cyclonedds", domain_id=domain)
+        policy = OnnxPolicy(ROOT / MODEL, CRAZYFLIE_2X, provider="cpu", control_rate_hz=None)
+        skill = SkillNode(node, policy=policy)
+        # warm up until odometry and a subgoal flow, then count from zero
+        stop = threading.Event()
+        runner = threading.Thread(target=skill.run, args=(stop,), daemon=True)
+        runner.start()
+        end = time.monotonic() + 30
+        while skill.core.state is None or skill.core.requested is None:
+            if time.monotonic() > end:
+                raise RuntimeError("the feeder's odometry and subgoal did not arrive within 30 s")
+            time.sleep(0.05)
+        time.sleep(0.5)
+        from robot_hrl.nodes.deadline import DeadlineMonitor
+
+        skill.deadline = DeadlineMonitor(1.0 / rate_hz, window=ticks)
+        while skill.deadline.ticks < ticks:
+            time.sleep(0.1)
+        stats = skill.deadline.stats()
+        stop.set()
+        runner.join(5)
+        node.shutdown()
+        stats["mode_at_end"] = skill.core.last_mode
+        return stats
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# ---- 2. /odom -> /cmd_wrench latency ---------------------------------------------------------------
+def bench_latency(samples: int, domain: int) -> dict:
+    _join_domain(domain)
+    from robot_hrl.msgs import Clock, Odometry, PoseStamped, WrenchStamped, seconds_from_time, time_from_seconds
+    from robot_hrl.nodes.common import pose_stamped
+    from robot_hrl.transport import SENSOR_QOS, create_node
+
+    skill = subprocess.Popen([sys.executable, "-m", "robot_hrl.nodes.skill_node", "--ros-args", "-p", "use_sim_time:=true",
+                              "-p", f"world:={WORLD}", "-p", f"model:={MODEL}"], env={**os.environ}, cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        node = create_node("bench_sim", backend="cyclonedds", domain_id=domain)
+        odom = node.create_publisher(Odometry, "/odom", SENSOR_QOS)
+        clock = node.create_publisher(Clock, "/clock", SENSOR_QOS)
+        sub = node.create_publisher(PoseStamped, "/subgoal")
+        got: dict[int, float] = {}
+        node.create_subscription(WrenchStamped, "/cmd_wrench",
+                                 lambda m: got.setdefault(round(seconds_from_time(m.header.stamp) * 1000), time.perf_counter()))
+        latencies = []
+        t = 0.0
+        k = 0
+        warmup = 200
+        end = time.monotonic() + 120
+        while len(latencies) < samples and time.monotonic() < end:
+            t = round(k * 0.01, 6)
+            if k % 20 == 0:
+                sub.publish(pose_stamped(HOVER, t))
+            key = round(t * 1000)
+            start = time.perf_counter()
+            odom.publish(_hover_odom(t))
+            clock.publish(Clock(clock=time_from_seconds(t)))
+            limit = start + 0.5
+            while key not in got and time.perf_counter() < limit:
+                node.spin(until=lambda: key in got or time.perf_counter() >= limit)
+            if key in got and k >= warmup:
+                latencies.append(got[key] - start)
+            k += 1
+            got.pop(key, None)
+        node.shutdown()
+        lat = np.array(latencies) * 1e3
+        if not len(lat):
+            raise RuntimeError("no motor command came back: is the skill node starting? "
+                               "run it by hand with the same arguments to see its error")
+        return {"samples": int(len(lat)), "p50_ms": float(np.percentile(lat, 50)),
+                "p99_ms": float(np.percentile(lat, 99)), "max_ms": float(lat.max())}
+    finally:
+        skill.terminate()
+        skill.wait(10)
+
+
+# ---- 3. the demo -------------------------------------------------------------------------------
+def bench_demo(domain: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        cmd = [sys.executable, "-c", "import sys; from robot_hrl.cli import main; sys.exit(main())", "launch",
+               "navigation", "--world", WORLD, "--task", DEMO_TASK, "--out", str(Path(tmp) / "demo"), "--result",
+               str(result), "--no-live", "--domain-id", str(domain)]
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **loopback_env(domain)})
+        wall = time.monotonic() - t0
+        if not result.is_file():
+            return {"success": False, "error": proc.stderr[-2000:] or proc.stdout[-2000:], "command_wall_s": wall}
+        r = json.loads(result.read_text())
+        return {"success": r["success"], "reason": r["reason"], "goals": f"{r['goals_reached']}/{r['goals_total']}",
+                "flight_wall_s": r["wall_time_s"], "sim_s": r["sim_time_s"], "command_wall_s": round(wall, 1),
+                "violations": r["violations"], "interventions": r["interventions"],
+                "skill_deadline": r["deadline"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ticks", type=int, default=10_000, help="ticks measured per rate")
+    parser.add_argument("--rates", type=float, nargs="+", default=[100.0, 500.0])
+    parser.add_argument("--samples", type=int, default=5000, help="latency samples")
+    parser.add_argument("--no-demo", action="store_true")
+    parser.add_argument("--domain-id", type=int, default=221)
+    parser.add_argument("--feeder", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.feeder is not None:
+        return feeder(args.feeder)
+    os.chdir(ROOT)
+    out = {"machine": f"{os.cpu_count()} CPUs", "python": sys.version.split()[0]}
+    for rate in args.rates:
+        s = bench_loop(rate, args.ticks, args.domain_id)
+        out[f"loop_{rate:g}hz"] = s
+        print(f"skill loop {rate:g} Hz: {s['ticks']} ticks, tick p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms, "
+              f"max {s['max_ms']:.2f} ms, misses {s['misses']} ({s['misses_per_10k']:.1f} per 10,000), "
+              f"start lateness p99 {s['late_p99_ms']:.3f} ms", flush=True)
+    lat = bench_latency(args.samples, args.domain_id + 1)
+    out["odom_to_cmd_wrench"] = lat
+    print(f"/odom -> /cmd_wrench over DDS (separate processes): {lat['samples']} samples, p50 {lat['p50_ms']:.3f} ms, "
+          f"p99 {lat['p99_ms']:.3f} ms, max {lat['max_ms']:.2f} ms", flush=True)
+    if not args.no_demo:
+        demo = bench_demo(args.domain_id + 2)
+        out["demo"] = demo
+        print(f"demo: {json.dumps(demo)}", flush=True)
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
