@@ -204,3 +204,35 @@ def test_action_terms_in_wrong_units_are_refused(tmp_path):
     path = build_mlp_onnx(tmp_path / "m.onnx", hidden=(8,), contract=contract)
     with pytest.raises(CodegenError, match="collective_thrust.*'g'"):
         generate_project(path, tmp_path / "cf")
+
+
+def test_opset10_clip_attributes_squeeze_unsqueeze_dropout(tmp_path):
+    rng = np.random.default_rng(5)
+    nodes = [
+        helper.make_node("Gemm", ["obs", "w", "b"], ["h"], transB=1),
+        helper.make_node("Dropout", ["h"], ["d"]),
+        helper.make_node("Squeeze", ["d"], ["s"], axes=[0]),
+        helper.make_node("Unsqueeze", ["s"], ["u"], axes=[0]),
+        helper.make_node("Clip", ["u"], ["actions"], min=-0.5, max=0.25),
+    ]
+    path = _save(tmp_path, nodes, {"w": rng.standard_normal((4, 22)), "b": rng.standard_normal(4)}, opset=10)
+    model = lower_onnx(path)
+    assert isinstance(model.steps[-1], Clamp) and (model.steps[-1].low, model.steps[-1].high) == (-0.5, 0.25)
+    x = random_observations(300, 22, seed=4)
+    np.testing.assert_allclose(model.run(x), _ort(path, x), atol=1e-5)
+
+
+def test_graph_with_a_fixed_batch_or_two_inputs_is_refused(tmp_path):
+    nodes = [helper.make_node("Gemm", ["obs", "w"], ["actions"], transB=1)]
+    path = _save(tmp_path, nodes, {"w": np.ones((4, 22))}, in_shape=(2, 22))
+    with pytest.raises(CodegenError, match=r"shape \[2, 22\]"):
+        lower_onnx(path)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["obs", "obs2"], ["actions"])], "two",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("obs2", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("actions", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    with pytest.raises(CodegenError, match="exactly one input"):
+        lower_onnx(model)

@@ -191,7 +191,8 @@ class _Lowerer:
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
         self.consts: dict[str, np.ndarray] = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
         self.shapes: dict[str, tuple[int, ...]] = {}  # row values: their shape, all dims 1 but one
-        self.alias: dict[str, str] = {}
+        self.alias: dict[str, str] = {}  # Identity / reshape outputs -> the value holding the row
+        self.alias_shapes: dict[str, tuple[int, ...]] = {}  # the shape a reshape gave its alias
         self.steps: list[Step] = []
         self.sizes: dict[str, int] = {}
 
@@ -325,59 +326,35 @@ class _Lowerer:
     _op_dropout = _op_identity
 
     def _reshape_to(self, node, src: str, shape: tuple[int, ...]) -> None:
+        """A reshape of the row is a new name for the same storage, with its own shape (rank)."""
         n = self.sizes[src]
         if int(np.prod(shape)) != n or sum(1 for d in shape if d != 1) > 1:
             raise CodegenError(f"node {node.name!r} ({node.op_type}) reshapes the row of {n} to {list(shape)}; only "
                                "reshapes between [1, n] and [n] are supported")
-        self._define(node.output[0], shape)
-        self.alias_row(node.output[0], src)
+        self.alias[node.output[0]] = src
+        self.alias_shapes[node.output[0]] = tuple(int(d) for d in shape)
 
-    def alias_row(self, new: str, old: str) -> None:
-        self.shapes.pop(new, None)
-        self.sizes.pop(new, None)
-        # keep the new shape on the old value name is wrong in general; remember it on an alias node
-        self.alias[new] = old
+    def _shape_of(self, raw_name: str) -> tuple[int, ...]:
+        return self.alias_shapes.get(raw_name) or self.shapes[self._name(raw_name)]
 
     def _op_reshape(self, node, ins, attrs):
         src = ins[0]
         target = [int(d) for d in self._const(node, ins[1], "target shape")]
-        old = self.shapes[src]
-        shape = []
-        for k, d in enumerate(target):
-            shape.append(old[k] if d == 0 and k < len(old) else d)
+        old = self._shape_of(node.input[0])
+        shape = [old[k] if d == 0 and k < len(old) else d for k, d in enumerate(target)]
         if shape.count(-1) == 1:
             known = int(np.prod([d for d in shape if d != -1]))
             shape[shape.index(-1)] = self.sizes[src] // max(known, 1)
         self._reshape_to(node, src, tuple(shape))
-        self._set_shape(node.output[0], tuple(shape))
-
-    def _set_shape(self, name: str, shape: tuple[int, ...]) -> None:
-        # an alias shares the storage of its source, but rank matters for later Gemm/Flatten checks
-        self._alias_shapes[name] = shape
-
-    @property
-    def _alias_shapes(self) -> dict[str, tuple[int, ...]]:
-        if not hasattr(self, "_ashapes"):
-            self._ashapes = {}
-        return self._ashapes
-
-    def _shape_of(self, raw_name: str) -> tuple[int, ...]:
-        return self._alias_shapes.get(raw_name) or self.shapes[self._name(raw_name)]
 
     def _op_flatten(self, node, ins, attrs):
-        n = self.sizes[ins[0]]
-        self._reshape_to(node, ins[0], (1, n))
-        self._set_shape(node.output[0], (1, n))
+        self._reshape_to(node, ins[0], (1, self.sizes[ins[0]]))
 
     def _op_squeeze(self, node, ins, attrs):
-        n = self.sizes[ins[0]]
-        self._reshape_to(node, ins[0], (n,))
-        self._set_shape(node.output[0], (n,))
+        self._reshape_to(node, ins[0], (self.sizes[ins[0]],))
 
     def _op_unsqueeze(self, node, ins, attrs):
-        n = self.sizes[ins[0]]
-        self._reshape_to(node, ins[0], (1, n))
-        self._set_shape(node.output[0], (1, n))
+        self._reshape_to(node, ins[0], (1, self.sizes[ins[0]]))
 
     def _op_gemm(self, node, ins, attrs):
         if not self._is_var(ins[0]) or any(self._is_var(i) for i in ins[1:] if i):
