@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from robot_hrl.errors import PlanningError
-from robot_hrl.planning import SymbolicPlanner, parse_task, parse_task_json, parse_task_text
+from robot_hrl.planning import PlannerConfig, SymbolicPlanner, parse_task, parse_task_json, parse_task_text
 from robot_hrl.planning.ordering import held_karp_open, order_goals, path_cost
 from robot_hrl.planning.search import astar, line_of_sight, space_polyline
 from robot_hrl.robots import CRAZYFLIE_2X
@@ -237,7 +237,6 @@ def test_many_goals_use_two_opt():
     ("takeoff 1.95", None, "flight band"),
     ("takeoff 1; goto 2 2 0.05", None, "flight band"),
     ("takeoff 1; goto 4.4 2 1", None, "too close to the fence"),
-    ("takeoff 1; goto blue_box; land", None, "cannot land"),
     ("takeoff 1", (9.0, 9.0, 0.0), "start position"),
     ("takeoff 1", (1.5, 1.5, 1.0), "inside obstacle"),
     ("takeoff 1", (float("nan"), 0.0, 0.0), "not finite"),
@@ -247,6 +246,19 @@ def test_unplannable_tasks_are_explained(demo, task, start, needle):
     planner = SymbolicPlanner(demo, 1.0)
     with pytest.raises(PlanningError, match=needle):
         planner.plan(task, demo.start if start is None else start)
+
+
+def test_land_over_a_landmark_moves_aside_first(demo):
+    planner = SymbolicPlanner(demo, 1.0)
+    plan = planner.plan("takeoff 1; goto blue_box; land", demo.start)
+    land = plan.steps[-1]
+    assert land.action == "land" and land.target[2] == 0.0
+    box = demo.landmark("blue_box")
+    assert box.distance(land.target) >= INFLATION
+    assert_clear(demo, plan)
+    no_room = SymbolicPlanner(demo, 1.0, config=PlannerConfig(landing_search_m=0.05))
+    with pytest.raises(PlanningError, match="cannot land.*no clear landing spot"):
+        no_room.plan("takeoff 1; goto blue_box; land", demo.start)
 
 
 def test_unreachable_goal_is_explained():

@@ -123,8 +123,7 @@ class PlanCommand:
         print(f"subgoals ({len(plan.subgoals)}, path {plan.path_length_m:.2f} m):")
         n = 0
         for s in plan.steps:
-            extra = f" for {s.duration_s:g} s" if s.duration_s is not None else ""
-            print(f"  {s.action} {s.label}{extra}:")
+            print(f"  {'goto ' if s.action == 'goto' else ''}{s.label}:")
             for g in s.subgoals:
                 print(f"    {n:3d} {fmt(g)}")
                 n += 1

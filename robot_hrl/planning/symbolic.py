@@ -47,6 +47,8 @@ class PlannerConfig:
     """Half-width of the column blocked around a point reported blocked by the skill."""
     start_escape_m: float = 0.3
     """A start inside the inflation (not inside an obstacle) is joined to free space within this."""
+    landing_search_m: float = 1.0
+    """``land`` above an obstacle (a landmark box) moves to the nearest clear spot within this first."""
     use_visibility_graph: bool = True
     """Plan among the world's boxes with the exact any-angle visibility graph (octagon inflation);
     the grid (A* + shortcut) is used for map images, and when the graph finds no path."""
@@ -195,6 +197,32 @@ class SymbolicPlanner:
                                     f"below z = {z:.2f} m; move to a clear spot first (e.g. `goto X Y Z`)")
         return np.stack([a, b])
 
+    def _landing(self, pos: np.ndarray, where: str) -> np.ndarray:
+        """Straight down; when the floor below is taken (e.g. by a landmark box), first move level
+        to the nearest spot within ``landing_search_m`` whose column is clear."""
+        below = np.array([pos[0], pos[1], self.ground_z])
+        try:
+            return self._vertical(pos, below, "land")
+        except PlanningError as exc:
+            first_error = exc
+        if not self._airborne(pos):
+            raise PlanningError(f"{where}: {first_error}") from None
+        step = max(self.config.resolution_m * 2, 0.1)
+        for radius in np.arange(step, self.config.landing_search_m + 1e-9, step):
+            for angle in np.linspace(0.0, 2 * np.pi, 16, endpoint=False):
+                spot = pos + np.array([radius * np.cos(angle), radius * np.sin(angle), 0.0])
+                try:
+                    self._check_point(spot, "landing spot")
+                    down = self._vertical(spot, np.array([spot[0], spot[1], self.ground_z]), "land")
+                except PlanningError:
+                    continue
+                leg = self.leg(pos, spot)
+                if leg is None:
+                    continue
+                return np.vstack([leg, down[1:]])
+        raise PlanningError(f"{where}: {first_error}; no clear landing spot within "
+                            f"{self.config.landing_search_m:g} m either")
+
     def _nearest_free(self, blocked: np.ndarray, cell: tuple[int, int]) -> tuple[int, int] | None:
         reach = int(math.ceil(self.config.start_escape_m / self.config.resolution_m))
         ix, iy = cell
@@ -323,14 +351,14 @@ class SymbolicPlanner:
                 out.append(PlanStep("takeoff", target, f"takeoff {alt:g} m", space_polyline(path, self.spacing_m), path))
                 pos = target
             elif ts.action == "land":
-                target = np.array([pos[0], pos[1], self.ground_z])
-                path = self._vertical(pos, target, "land")
+                path = self._landing(pos, where)
+                target = path[-1]
                 out.append(PlanStep("land", target, "land", space_polyline(path, self.spacing_m), path))
                 pos = target
             elif ts.action == "hover":
                 if not self._airborne(pos):
                     raise PlanningError(f"{where}: the robot is on the ground; `takeoff` before `hover`")
-                out.append(PlanStep("hover", pos.copy(), f"{ts.duration_s:g} s", [pos.copy()],
+                out.append(PlanStep("hover", pos.copy(), f"hover {ts.duration_s:g} s", [pos.copy()],
                                     np.stack([pos, pos]), duration_s=ts.duration_s))
             else:  # goto, visit
                 if not self._airborne(pos):
