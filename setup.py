@@ -66,6 +66,7 @@ setup(
             "planner_node = robot_hrl.nodes.planner_node:main",
             "skill_node = robot_hrl.nodes.skill_node:main",
             "estop = robot_hrl.nodes.estop:main",
+            "teleop = robot_hrl.nodes.teleop:main",
             "sim_node = sim.nodes.sim_node:main",
         ],
         "robot_hrl.commands": [
