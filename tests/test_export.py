@@ -71,6 +71,9 @@ def test_graph_signature_ops_and_size(exported):
     assert in_dims[0].dim_param and in_dims[1].dim_value == 22  # dynamic batch
     assert set(report.ops) <= {"Sub", "Div", "Gemm", "Elu", "Clip"} and report.ops[-1] == "Clip"
     assert report.size_bytes < 64 * 1024
+    # no exporter debug info (stack traces with local paths) on the nodes; stable constant names
+    assert all(len(node.metadata_props) == 0 for node in model.graph.node)
+    assert {"obs_mean", "obs_std_plus_eps", "action_low", "action_high"} <= {i.name for i in model.graph.initializer}
     session = ort.InferenceSession(str(report.path), providers=["CPUExecutionProvider"])
     for batch in (1, 17):
         assert session.run(None, {"obs": np.zeros((batch, 22), np.float32)})[0].shape == (batch, 4)

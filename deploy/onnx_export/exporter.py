@@ -108,8 +108,35 @@ def _torch_to_onnx(module: ExportableActor, path: Path) -> None:
         )
 
 
+def _tidy_graph(model: onnx.ModelProto) -> None:
+    """Drop the exporter's per-node debug metadata (stack traces with local paths) and intermediate
+    value_info, and give the normalization and clip constants stable names."""
+    graph = model.graph
+    for node in graph.node:
+        del node.metadata_props[:]
+        node.doc_string = ""
+    del graph.value_info[:]
+    initializers = {init.name: init for init in graph.initializer}
+    renames: dict[str, str] = {}
+    nodes = list(graph.node)
+    if len(nodes) >= 2 and nodes[0].op_type == "Sub" and nodes[1].op_type == "Div":
+        renames[nodes[0].input[1]] = "obs_mean"
+        renames[nodes[1].input[1]] = "obs_std_plus_eps"
+    if nodes and nodes[-1].op_type == "Clip" and len(nodes[-1].input) == 3:
+        renames[nodes[-1].input[1]] = "action_low"
+        renames[nodes[-1].input[2]] = "action_high"
+    renames = {old: new for old, new in renames.items() if old in initializers and new not in initializers}
+    for init in graph.initializer:
+        init.name = renames.get(init.name, init.name)
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name in renames:
+                node.input[i] = renames[name]
+
+
 def _write_metadata(path: Path, metadata: dict[str, str], doc: str) -> list[str]:
     model = onnx.load(str(path))
+    _tidy_graph(model)
     model.ir_version = min(model.ir_version, IR_VERSION)
     del model.metadata_props[:]
     for key in sorted(metadata):
