@@ -176,6 +176,8 @@ def test_make_planner_and_bad_parameters(world):
         make_planner("llm", world, 1.0, llm_url="ftp://x")
     with pytest.raises(PlanningError, match="timeout"):
         make_planner("llm", world, 1.0, llm_url="http://x", timeout_s=0.0)
+    with pytest.raises(PlanningError, match="max_attempts"):
+        LLMPlanner(world, 1.0, llm_url="http://x:1", max_attempts=0)
     assert chat_completions_url("http://h:1") == "http://h:1/v1/chat/completions"
     assert chat_completions_url("http://h:1/v1/") == "http://h:1/v1/chat/completions"
 
@@ -188,3 +190,14 @@ def test_llm_replan_keeps_goals_and_avoids_the_block(llm_server, world, symbolic
     new = p.replan(plan, pos, blocked=[[2.9, 0.6 + 1.0, 1.0]], subgoal_index=len(plan.steps[0].subgoals))
     assert new.planner == "llm"
     assert np.allclose(new.goals[0], world.landmark("red_box").approach_point)
+
+
+def test_wrong_route_and_non_chat_answers_fall_back(llm_server, world, symbolic):
+    # A URL the server does not serve answers HTTP 404; the planner says so and falls back.
+    url = f"http://127.0.0.1:{llm_server.port}/nowhere/v2"
+    plan = planner(world, symbolic, url, max_attempts=1).plan("takeoff 1; hover 1", world.start)
+    assert plan.planner == "symbolic" and "HTTP 404" in plan.fallback_reason
+    # A scenario with no script also answers 404 (the server is the same real process).
+    url = f"http://127.0.0.1:{llm_server.port}/unscripted/v1"
+    plan = planner(world, symbolic, url, max_attempts=1).plan("takeoff 1; hover 1", world.start)
+    assert "no script" in plan.fallback_reason

@@ -66,11 +66,11 @@ def test_shipped_demo_map_matches_the_demo_world(repo_root, demo_world_path):
 
 
 def test_map_generator_cli(tmp_path, demo_world_path):
-    out = subprocess.run([sys.executable, "-m", "robot_hrl.planning.maps", "--world", str(demo_world_path),
+    out = subprocess.run([sys.executable, "-m", "robot_hrl.planning.make_map", "--world", str(demo_world_path),
                           "--out", str(tmp_path / "gen.yaml")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert load_map(tmp_path / "gen.yaml").shape == (100, 100)
-    bad = subprocess.run([sys.executable, "-m", "robot_hrl.planning.maps", "--world", str(tmp_path / "none.yaml"),
+    bad = subprocess.run([sys.executable, "-m", "robot_hrl.planning.make_map", "--world", str(tmp_path / "none.yaml"),
                           "--out", str(tmp_path / "x.yaml")], capture_output=True, text=True)
     assert bad.returncode == 1 and "does not exist" in bad.stderr
 

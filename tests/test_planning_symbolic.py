@@ -61,6 +61,9 @@ def test_text_and_json_forms_agree():
     assert parse_task(json.dumps(as_json)) == task
     assert parse_task(str(task)) == task
     assert parse_task("takeoff").steps[0].altitude_m == 1.0
+    assert parse_task("# a comment\ntakeoff 2\n\nland") == parse_task("takeoff 2; land")
+    with pytest.raises(PlanningError, match="text or JSON"):
+        parse_task(42)
     xy = parse_task("goto 2 3").steps[0].targets[0]
     assert xy.xy_only and math.isnan(xy.position[2])
 

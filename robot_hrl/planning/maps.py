@@ -15,7 +15,7 @@ As in map_server, image row 0 is the TOP of the map (maximum y). In memory
 cell ``(ix, iy)`` covers ``x in origin_x + [ix, ix+1) * resolution``. Unknown cells count as
 occupied for planning.
 
-``python -m robot_hrl.planning.maps --world models/worlds/demo.yaml --out models/maps/demo.yaml``
+``python -m robot_hrl.planning.make_map --world models/worlds/demo.yaml --out models/maps/demo.yaml``
 rasterizes a world file into a map (what models/maps/demo.yaml was made with).
 """
 
@@ -85,7 +85,7 @@ def load_map(path: str | Path) -> OccupancyMap:
     path = Path(path)
     if not path.is_file():
         raise WorldError(f"map file {str(path)!r} does not exist; generate one with "
-                         "`python -m robot_hrl.planning.maps --world WORLD --out MAP.yaml`")
+                         "`python -m robot_hrl.planning.make_map --world WORLD --out MAP.yaml`")
     try:
         meta = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -196,7 +196,7 @@ def check_map_matches_world(grid: OccupancyMap, world: World, source: str = "map
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m robot_hrl.planning.maps",
+    parser = argparse.ArgumentParser(prog="python -m robot_hrl.planning.make_map",
                                      description="Rasterize a world file into a ROS map_server map (YAML + PGM).")
     parser.add_argument("--world", required=True, help="world YAML file")
     parser.add_argument("--out", required=True, help="map YAML to write; the PGM goes next to it")
