@@ -288,3 +288,34 @@ def test_non_finite_output_is_returned_but_not_fed_back(tmp_path):
     action = policy.step(flying_state(), [0.0, 0.0, 1.0])
     assert np.isnan(action[2])
     np.testing.assert_array_equal(policy.last_action, np.zeros(4))
+
+
+# ---- properties --------------------------------------------------------------------------------------
+def test_single_and_batched_inference_agree_and_stay_in_range(tmp_path):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra.numpy import arrays
+
+    path = tmp_path / "p.onnx"
+    weights = make_policy_model(path)
+    policy = OnnxPolicy(path)
+    finite = st.floats(-50.0, 50.0, allow_nan=False, width=32)
+
+    @settings(max_examples=60, deadline=None)
+    @given(arrays(np.float32, st.tuples(st.integers(1, 6), st.just(22)), elements=finite))
+    def check(obs):
+        batched = policy.infer(obs)
+        assert batched.shape == (len(obs), 4)
+        assert np.all(np.abs(batched) <= 1.0)
+        for row, expected in zip(obs, batched):
+            np.testing.assert_allclose(policy.infer(row), expected, atol=1e-6)
+        np.testing.assert_allclose(batched, reference(weights, obs), atol=1e-5)
+
+    check()
+
+
+def test_provenance_values_that_are_not_json_are_kept_as_text():
+    from robot_hrl.runtime import decode_provenance
+
+    decoded = decode_provenance({"robot_hrl.provenance.seed": "3", "robot_hrl.provenance.note": "free text", "other": "x"})
+    assert decoded == {"seed": 3, "note": "free text"}
