@@ -85,11 +85,8 @@ def _env_cfg(randomize: bool):
 
 # ---- PyBullet ---------------------------------------------------------------------------------
 def evaluate_pybullet(policy, args, cfg, shield_factory=None):
-    from tqdm import tqdm
-
     from robot_hrl.world import load_world
     from sim.pybullet import PyBulletQuadrotorSim, RandomizationCfg
-    from sim.pybullet.goto_eval import WORLD_CLEARANCE_MARGIN_M, run_episode, sample_initial_condition, summarize
 
     world = load_world(args.world) if args.world is not None else None
     randomization = RandomizationCfg.from_training(cfg.randomization) if args.randomize else None
@@ -97,6 +94,9 @@ def evaluate_pybullet(policy, args, cfg, shield_factory=None):
     sim = PyBulletQuadrotorSim(robot=policy.robot, world=world, physics_hz=args.physics_hz,
                                control_hz=policy.control_rate_hz, gui=args.gui, seed=args.seed,
                                randomization=randomization)
+    from tqdm import tqdm
+
+    from sim.pybullet.goto_eval import WORLD_CLEARANCE_MARGIN_M, run_episode, sample_initial_condition, summarize
     shield = shield_factory(sim, cfg) if shield_factory is not None else None
     clearance = policy.robot.collision_radius_m + WORLD_CLEARANCE_MARGIN_M
 
@@ -266,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         policy = OnnxPolicy(args.model, provider=args.provider)
         if policy.contract.skill != "goto":
             raise RobotHrlError(f"{args.model} is a {policy.contract.skill!r} policy; this evaluation runs the goto task")
+        if args.sim == "pybullet":
+            from sim.pybullet.quadrotor_sim import check_rates
+
+            check_rates(args.physics_hz, policy.control_rate_hz)  # before the (slow) training-side imports
         cfg = _env_cfg(args.randomize)
         if abs(policy.control_rate_hz - cfg.command.control_rate_hz) > 1e-9:
             raise RobotHrlError(f"the model runs at {policy.control_rate_hz} Hz, the task at "

@@ -88,6 +88,22 @@ _HIDDEN_DEPTH_M = -1.0e4
 """Where the robot is parked while its own camera renders (out of view, under the ground)."""
 
 
+def check_rates(physics_hz: float, control_hz: float) -> int:
+    """Validate the rates; returns the number of physics steps per control step."""
+    for label, value in (("physics_hz", physics_hz), ("control_hz", control_hz)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{label} must be a positive finite number, got {value!r}")
+    if physics_hz < MIN_PHYSICS_HZ:
+        raise ValueError(f"physics_hz={physics_hz} is below {MIN_PHYSICS_HZ:g} Hz; use 500 (the default) or more")
+    ratio = physics_hz / control_hz
+    if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
+        raise ValueError(
+            f"physics_hz={physics_hz} must be an integer multiple of control_hz={control_hz} "
+            f"(e.g. physics_hz={control_hz * max(1, math.ceil(MIN_PHYSICS_HZ / control_hz)):g})"
+        )
+    return int(round(ratio))
+
+
 @dataclass(frozen=True)
 class Contact:
     """One contact point between the robot and something in the scene."""
@@ -131,17 +147,7 @@ class PyBulletQuadrotorSim:
     ) -> None:
         if not isinstance(robot, QuadrotorParams):
             raise TypeError(f"robot must be a robot_hrl.robots.QuadrotorParams, got {type(robot).__name__}")
-        for label, value in (("physics_hz", physics_hz), ("control_hz", control_hz)):
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{label} must be a positive finite number, got {value!r}")
-        if physics_hz < MIN_PHYSICS_HZ:
-            raise ValueError(f"physics_hz={physics_hz} is below {MIN_PHYSICS_HZ:g} Hz; use 500 (the default) or more")
-        ratio = physics_hz / control_hz
-        if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
-            raise ValueError(
-                f"physics_hz={physics_hz} must be an integer multiple of control_hz={control_hz} "
-                f"(e.g. physics_hz={int(control_hz) * max(1, math.ceil(MIN_PHYSICS_HZ / control_hz))})"
-            )
+        ratio = check_rates(physics_hz, control_hz)
         if camera is not None and not isinstance(camera, PinholeCamera):
             raise TypeError(f"camera must be a robot_hrl.perception.PinholeCamera or None, got {type(camera).__name__}")
         if randomization is not None and not isinstance(randomization, RandomizationCfg):
