@@ -144,3 +144,15 @@ def test_world_file_naming_a_map(tmp_path):
                                           "start": [1, 1, 0], "map": "arena.yaml"}))
     planner = SymbolicPlanner.from_file(world_path, 1.0)
     assert planner.plan("takeoff 1; goto 8 8 1", (1.0, 1.0, 0.0)).path_length_m > 9.0
+
+
+def test_rasterize_for_an_altitude_band(demo_world_path):
+    world = load_world(demo_world_path)
+    everything = rasterize_world(world, 0.05)
+    flight = rasterize_world(world, 0.05, z_band=(0.5, 1.5))
+    ground = rasterize_world(world, 0.05, include_landmarks=False)
+    assert flight.occupied.sum() == ground.occupied.sum() < everything.occupied.sum()
+    red = world.landmark("red_box")
+    assert everything.occupied_at([red.center[:2]])[0] and not flight.occupied_at([red.center[:2]])[0]
+    with pytest.raises(WorldError, match="resolution"):
+        rasterize_world(world, 0.0)

@@ -269,7 +269,10 @@ class SymbolicPlanner:
     def _leg(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
         if np.linalg.norm(b[:2] - a[:2]) < 1e-9:
             self.stats["straight_legs"] += 1
-            return np.stack([a, b])
+            try:
+                return self._vertical(a, b, "climb or descend")
+            except PlanningError:
+                return None
         if self._use_graph:
             xy = self._graph(min(a[2], b[2]), max(a[2], b[2])).shortest_path(a[:2], b[:2])
             if xy is not None:
