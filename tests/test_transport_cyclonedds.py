@@ -52,6 +52,17 @@ def test_namespace_resolution(node):
         node.create_publisher(String, "bad-name")
 
 
+def test_namespace_is_normalised(monkeypatch):
+    domain = use_domain(monkeypatch)
+    for given in ("cf2", "/cf2", "cf2/", " /cf2/ "):
+        n = CycloneNode("n", namespace=given, domain_id=domain)
+        assert n.namespace == "/cf2" and n.resolve_topic("odom") == "/cf2/odom"
+        n.shutdown()
+    n = CycloneNode("n", namespace="", domain_id=domain)
+    assert n.namespace == "" and n.resolve_topic("odom") == "/odom"
+    n.shutdown()
+
+
 def test_qos_mapping():
     from cyclonedds.qos import Policy
 
