@@ -344,9 +344,7 @@ class CycloneNode(Node):
                  domain_id: int | None = None):
         if not name or not all(c.isalnum() or c == "_" for c in name) or name[0].isdigit():
             raise TransportError(f"node name {name!r} must be letters, digits and '_' and not start with a digit")
-        if namespace and not namespace.startswith("/"):
-            namespace = "/" + namespace
-        super().__init__(name, namespace, parameters)
+        super().__init__(name, namespace, parameters)  # makes the namespace absolute
         if self.namespace:
             dds_topic_name(self.namespace + "/x")  # validates the namespace
         self.domain_id = check_domain_id(domain_id) if domain_id is not None else domain_id_from_env()
