@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "inside its bounds, clear of its boxes). Default: an empty ground plane, as in training")
     p.add_argument("--physics-hz", type=float, default=500.0,
                    help="pybullet only: physics rate, an integer multiple of the contract's control rate (default 500)")
+    p.add_argument("--no-ground-effect", action="store_true",
+                   help="pybullet only: switch the ground effect off (to attribute a sim-to-sim gap)")
     p.add_argument("--shield", action="store_true",
                    help="put the safety shield units (robot_hrl.safety) between policy and motors and count their "
                         "interventions")
@@ -93,7 +95,7 @@ def evaluate_pybullet(policy, args, cfg, shield_factory=None):
     rng = np.random.default_rng(args.seed)
     sim = PyBulletQuadrotorSim(robot=policy.robot, world=world, physics_hz=args.physics_hz,
                                control_hz=policy.control_rate_hz, gui=args.gui, seed=args.seed,
-                               randomization=randomization)
+                               randomization=randomization, ground_effect=not args.no_ground_effect)
     from tqdm import tqdm
 
     from sim.pybullet.goto_eval import WORLD_CLEARANCE_MARGIN_M, run_episode, sample_initial_condition, summarize
@@ -127,7 +129,7 @@ def evaluate_pybullet(policy, args, cfg, shield_factory=None):
     simulated = sum(r.episode_length for r in results) / policy.control_rate_hz
     metrics["crash_reasons"] = _count(r.crash_reason for r in results if r.crashed)
     metrics["simulator"] = {"name": "pybullet", "physics_hz": args.physics_hz, "control_hz": policy.control_rate_hz,
-                            "world": str(args.world) if args.world else None, "ground_effect": True,
+                            "world": str(args.world) if args.world else None, "ground_effect": not args.no_ground_effect,
                             "real_time_factor": simulated / wall if wall > 0 else None}
     if shield is not None:
         metrics["shield"] = _shield_summary(results)
@@ -253,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be a positive integer, got {args.episodes}")
-    if args.sim == "torch" and (args.world is not None or args.gui):
-        parser.error("--world and --gui apply to --sim pybullet only")
+    if args.sim == "torch" and (args.world is not None or args.gui or args.no_ground_effect):
+        parser.error("--world, --gui and --no-ground-effect apply to --sim pybullet only")
     if not math.isfinite(args.physics_hz) or args.physics_hz <= 0:
         parser.error(f"--physics-hz must be a positive number, got {args.physics_hz}")
     try:

@@ -95,6 +95,12 @@ def test_ground_effect_lifts_near_the_ground_only():
             state = s.step(HOVER)
         assert state.position_w[2] > 0.06  # hover thrust climbs in ground effect
         assert np.all(s.rotor_thrusts_n > r.weight_n / 4)
+    with PyBulletQuadrotorSim(ground_effect=False) as s:
+        s.reset((0.0, 0.0, 0.05))
+        for _ in range(20):
+            state = s.step(HOVER)
+        assert abs(state.position_w[2] - 0.05) < 1e-3
+        assert np.allclose(s.rotor_thrusts_n, r.weight_n / 4)
 
 
 def test_obstacle_contact_is_reported(demo_world_path):

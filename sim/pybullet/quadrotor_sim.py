@@ -132,6 +132,8 @@ class PyBulletQuadrotorSim:
         camera: a ``PinholeCamera`` to enable ``camera_image()``; None disables it.
         seed: seeds the randomization.
         randomization: a ``RandomizationCfg``; None flies the nominal robot.
+        ground_effect: model the ground effect (the robot's published coefficients); False
+            switches it off, e.g. to attribute a sim-to-sim gap.
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class PyBulletQuadrotorSim:
         camera: PinholeCamera | None = None,
         seed: int | None = None,
         randomization: RandomizationCfg | None = None,
+        ground_effect: bool = True,
     ) -> None:
         if not isinstance(robot, QuadrotorParams):
             raise TypeError(f"robot must be a robot_hrl.robots.QuadrotorParams, got {type(robot).__name__}")
@@ -165,6 +168,7 @@ class PyBulletQuadrotorSim:
         self.dt_physics_s = 1.0 / self.physics_hz
         self.camera = camera
         self.randomization = randomization
+        self.ground_effect = bool(ground_effect)
         self._rng = np.random.default_rng(seed)
 
         if gui:
@@ -288,7 +292,7 @@ class PyBulletQuadrotorSim:
         r_wb = np.asarray(p.getMatrixFromQuaternion(orn, physicsClientId=cid)).reshape(3, 3)
         thrusts = dyn.thrust_coefficient_n_per_rpm2 * rpm * rpm
         hub_heights = pos[2] + self._rotor_positions_b @ r_wb[2]
-        lifted = thrusts * physics.ground_effect_gain(self.robot, hub_heights, r_wb[2, 2])
+        lifted = thrusts * physics.ground_effect_gain(self.robot, hub_heights, r_wb[2, 2]) if self.ground_effect else thrusts
         self._thrusts = lifted
         for i in range(self._num_rotors):
             p.applyExternalForce(body, -1, (0.0, 0.0, float(lifted[i])), self._rotor_positions_list[i],
