@@ -1,0 +1,129 @@
+"""Shield configuration: the shipped YAML loads; every kind of invalid configuration is refused
+with a ConfigError that names the key."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from robot_hrl.errors import ConfigError
+from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.safety import DEFAULT_SHIELD_CONFIG, Shield, load_shield_config, parse_shield_config
+from robot_hrl.world import load_world
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return yaml.safe_load(DEFAULT_SHIELD_CONFIG.read_text())
+
+
+@pytest.fixture(scope="module")
+def world(demo_world_path):
+    return load_world(demo_world_path)
+
+
+def test_shipped_config_loads_and_builds_a_shield(world):
+    cfg = load_shield_config()
+    assert cfg.robot == CRAZYFLIE_2X.name
+    assert cfg.limits.max_tilt_deg == 35.0
+    shield = Shield.from_yaml(DEFAULT_SHIELD_CONFIG, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
+    assert [u.name for u in shield.units] == ["estop", "watchdog", "battery", "limits", "geofence", "altitude", "obstacles", "subgoal"]
+    assert Shield.from_yaml(None, CRAZYFLIE_2X, world, 1.0).config == cfg
+
+
+def _with(raw, path, value):
+    data = copy.deepcopy(raw)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if value is _DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return data
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize(
+    "path, value, expected",
+    [
+        (("limits", "max_tilt_deg"), -5.0, "limits.max_tilt_deg"),
+        (("limits", "max_tilt_deg"), 95.0, "limits.max_tilt_deg"),
+        (("limits", "max_tilt_deg"), "steep", "limits.max_tilt_deg"),
+        (("limits", "min_thrust_n"), 1.0, "min_thrust_n"),
+        (("limits", "unknown_limit"), 1.0, "limits.unknown_limit"),
+        (("geofence", "margin_m"), -0.1, "geofence.margin_m"),
+        (("altitude", "min_altitude_m"), 3.0, "altitude.min_altitude_m"),
+        (("battery", "land_voltage_v"), 3.5, "battery.land_voltage_v"),
+        (("obstacles", "slowdown_distance_m"), 0.01, "slowdown_distance_m"),
+        (("stopping", "brake_decel_fraction"), 0.0, "stopping.brake_decel_fraction"),
+        (("watchdog", "state_timeout_s"), 0.0, "watchdog.state_timeout_s"),
+        (("backup",), _DELETE, "backup"),
+        (("control_rate_hz",), -100.0, "control_rate_hz"),
+    ],
+)
+def test_invalid_values_are_refused_naming_the_key(raw, path, value, expected):
+    with pytest.raises(ConfigError, match=expected.replace(".", r"\.")):
+        parse_shield_config(_with(raw, path, value), "test")
+
+
+def test_not_a_mapping_is_refused():
+    with pytest.raises(ConfigError, match="mapping"):
+        parse_shield_config([1, 2, 3], "test")
+
+
+def test_missing_file_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_shield_config(tmp_path / "nope.yaml")
+
+
+def test_invalid_yaml_is_refused(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("limits: {max_tilt_deg: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_shield_config(path)
+
+
+def test_yaml_file_with_bad_key_names_the_file(tmp_path, raw):
+    path = tmp_path / "shield.yaml"
+    path.write_text(yaml.safe_dump(_with(raw, ("limits", "max_speed_mps"), 0.0)))
+    with pytest.raises(ConfigError, match=r"shield\.yaml.*limits\.max_speed_mps"):
+        load_shield_config(path)
+
+
+@pytest.mark.parametrize(
+    "path, value, expected",
+    [
+        (("robot",), "other_drone", "robot"),
+        (("limits", "max_tilt_deg"), 60.0, "max tilt"),
+        (("limits", "max_speed_mps"), 9.0, "max_speed_mps"),
+        (("limits", "max_thrust_n"), 2.0, "max_thrust_n"),
+        (("limits", "min_thrust_n"), 0.3, "min_thrust_n"),
+    ],
+)
+def test_config_that_does_not_fit_the_robot_is_refused(raw, world, path, value, expected):
+    cfg = parse_shield_config(_with(raw, path, value), "test")
+    with pytest.raises(ConfigError, match=expected):
+        Shield(cfg, CRAZYFLIE_2X, world, 1.0)
+
+
+def test_fence_too_small_for_the_margins_is_refused(raw, world):
+    cfg = parse_shield_config(_with(raw, ("geofence", "margin_m"), 3.0), "test")
+    with pytest.raises(ConfigError, match="geofence.margin_m"):
+        Shield(cfg, CRAZYFLIE_2X, world, 1.0)
+
+
+def test_backup_that_cannot_lift_is_refused(raw, world):
+    cfg = parse_shield_config(_with(raw, ("backup", "max_thrust_fraction_of_max"), 0.3), "test")
+    with pytest.raises(ConfigError, match="cannot stop a descent"):
+        Shield(cfg, CRAZYFLIE_2X, world, 1.0)
+
+
+@pytest.mark.parametrize("radius", [0.0, -1.0, float("nan"), float("inf"), "1"])
+def test_bad_subgoal_radius_is_refused(world, radius):
+    with pytest.raises(ConfigError, match="subgoal_radius_m"):
+        Shield.from_yaml(None, CRAZYFLIE_2X, world, radius)

@@ -1,0 +1,389 @@
+"""Property tests (hypothesis) for each shield unit: its output always satisfies its
+constraints, and a command that already satisfies them passes through unchanged."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from robot_hrl.geometry import quat_from_euler_rpy
+from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.safety import Shield, ShieldInput, load_shield_config
+from robot_hrl.safety.model import rotation_from_quat, stopping_box
+from robot_hrl.safety.units import Tick
+from robot_hrl.state import RobotState
+from robot_hrl.world import load_world
+
+WORLD_PATH = Path(__file__).resolve().parents[1] / "models" / "worlds" / "demo.yaml"
+SETTINGS = settings(max_examples=100, deadline=None)
+TOL = 1e-9
+
+
+@lru_cache(maxsize=1)
+def _inputs():
+    return load_shield_config(), load_world(WORLD_PATH)
+
+
+@lru_cache(maxsize=1)
+def shield() -> Shield:
+    return fresh_shield()
+
+
+def fresh_shield() -> Shield:
+    cfg, world = _inputs()
+    return Shield(cfg, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
+
+
+# ---- strategies ------------------------------------------------------------------------------
+angle = st.floats(-1.2, 1.2)
+rate = st.floats(-12.0, 12.0)
+speed = st.floats(-3.0, 3.0)
+norm_action = st.floats(-1.3, 1.3)
+
+
+def position(s=None):
+    s = s or shield()
+    g, a = s.geofence, s.altitude
+    return st.tuples(st.floats(g.x_lo - 0.5, g.x_hi + 0.5), st.floats(g.y_lo - 0.5, g.y_hi + 0.5), st.floats(a.z_lo - 0.3, a.z_hi + 0.3))
+
+
+def wrench_of(actions):
+    m = shield().model
+    return [m.low[i] + (actions[i] + 1.0) * m.half_span[i] for i in range(4)]
+
+
+def make_tick(p, v, rpy, w, cmd, prev=None, thrust_est=None) -> Tick:
+    m = shield().model
+    t = Tick()
+    t.dt = m.dt
+    t.has_state = True
+    t.p, t.v, t.w = list(p), list(v), list(w)
+    q = quat_from_euler_rpy(*rpy)
+    t.r = rotation_from_quat(*q)
+    t.cmd = list(cmd)
+    t.policy = tuple(cmd)
+    t.prev = list(prev if prev is not None else cmd)
+    t.thrust_est = cmd[0] if thrust_est is None else thrust_est
+    return t
+
+
+def constraint_names(t: Tick) -> set[str]:
+    return {i.constraint for i in (t.interventions or [])}
+
+
+# ---- limits ----------------------------------------------------------------------------------
+@SETTINGS
+@given(
+    rpy=st.tuples(angle, angle, st.floats(-3.1, 3.1)), w=st.tuples(rate, rate, rate), v=st.tuples(speed, speed, speed),
+    cmd=st.tuples(norm_action, norm_action, norm_action, norm_action), prev=st.tuples(*[st.floats(-1, 1)] * 4),
+)
+def test_limits_output_satisfies_its_constraints(rpy, w, v, cmd, prev):
+    unit = shield().limits
+    t = make_tick((2.0, 2.0, 1.0), v, rpy, w, wrench_of(cmd), wrench_of(prev))
+    unit.check(t)
+    out = t.cmd
+    names = constraint_names(t)
+    # actuator range: always
+    for i in range(4):
+        assert unit.lo[i] - TOL <= out[i] <= unit.hi[i] + TOL
+    # attitude: whenever some torque in the range satisfies it
+    hp = unit.tilt_halfplane(t.r, w)
+    if hp is not None:
+        gx, gy, rhs = hp
+        best = gx * (unit.lo[1] if gx > 0 else unit.hi[1]) + gy * (unit.lo[2] if gy > 0 else unit.hi[2])
+        if best <= rhs:
+            assert gx * out[1] + gy * out[2] <= rhs + 1e-9 * (1 + abs(rhs))
+    # body rate: whenever the attitude did not need the torque outside the rate box
+    if "attitude" not in names:
+        for axis in range(3):
+            rlo, rhi = unit.rate_box(w, axis)
+            if max(rlo, unit.lo[axis + 1]) <= min(rhi, unit.hi[axis + 1]):
+                assert rlo - TOL <= out[axis + 1] <= rhi + TOL
+    # slew: whenever neither rate nor attitude needed more
+    if not names & {"attitude", "body_rate"}:
+        for i in range(4):
+            assert abs(out[i] - t.prev[i]) <= unit.slew[i] + TOL
+    # velocity: rejected exactly when the predicted speed is over the limit and growing
+    vh, v0 = unit.predicted_speed(v, t.r, max(out[0], t.thrust_est))
+    assert (t.reject_constraint == "velocity") == (vh > unit.max_speed and vh >= v0)
+
+
+@SETTINGS
+@given(
+    rpy=st.tuples(st.floats(-0.5, 0.5), st.floats(-0.5, 0.5), st.floats(-3.1, 3.1)), w=st.tuples(*[st.floats(-3, 3)] * 3),
+    cmd=st.tuples(st.floats(-0.9, 1), *[st.floats(-0.1, 0.1)] * 3), delta=st.tuples(*[st.floats(-1, 1)] * 4),
+)
+def test_limits_pass_a_satisfying_command_unchanged(rpy, w, cmd, delta):
+    unit = shield().limits
+    cmd_w = wrench_of(cmd)
+    prev = [cmd_w[i] - delta[i] * unit.slew[i] for i in range(4)]
+    t = make_tick((2.0, 2.0, 1.0), (0.0, 0.0, 0.0), rpy, w, cmd_w, prev)
+    assume(all(unit.lo[i] <= cmd_w[i] <= unit.hi[i] for i in range(4)))
+    for axis in range(3):
+        rlo, rhi = unit.rate_box(w, axis)
+        assume(rlo <= cmd_w[axis + 1] <= rhi)
+    hp = unit.tilt_halfplane(t.r, w)
+    assume(hp is None or hp[0] * cmd_w[1] + hp[1] * cmd_w[2] <= hp[2])
+    unit.check(t)
+    assert t.cmd == cmd_w
+    assert t.interventions is None
+
+
+# ---- geofence and altitude -------------------------------------------------------------------
+@SETTINGS
+@given(
+    p=position(), v=st.tuples(speed, speed, speed), rpy=st.tuples(st.floats(-0.6, 0.6), st.floats(-0.6, 0.6), st.floats(-3.1, 3.1)),
+    w=st.tuples(rate, rate, rate), thrust=st.floats(-1, 1), est=st.floats(-1, 1),
+)
+def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v, rpy, w, thrust, est):
+    s = shield()
+    cmd = wrench_of((thrust, 0.0, 0.0, 0.0))
+    t = make_tick(p, v, rpy, w, cmd, thrust_est=wrench_of((est, 0, 0, 0))[0])
+    s.geofence.check(t)
+    s.altitude.check(t)
+    assert t.cmd == cmd  # these units never change the command: they accept or hand over
+    x0, x1, y0, y1, z0, z1 = stopping_box(s.model, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)
+    assert x0 <= p[0] <= x1 and y0 <= p[1] <= y1 and z0 <= p[2] <= z1
+    g, a = s.geofence, s.altitude
+    inside = g.x_lo <= x0 and x1 <= g.x_hi and g.y_lo <= y0 and y1 <= g.y_hi and a.z_lo <= z0 and z1 <= a.z_hi
+    assert (t.reject_unit is None) == inside
+
+
+@SETTINGS
+@given(v=st.floats(0.0, 2.0), extra=st.floats(0.0, 1.0))
+def test_stopping_distance_grows_with_speed(v, extra):
+    m = shield().model
+    assert m.stopping_distance(v + extra, 0.0, v + extra, m.brake_horizontal) >= m.stopping_distance(v, 0.0, v, m.brake_horizontal)
+
+
+def test_hover_in_the_middle_passes_every_envelope_unit():
+    s = shield()
+    t = make_tick((2.0, 2.3, 1.0), (0, 0, 0), (0, 0, 0), (0, 0, 0), [s.robot.weight_n, 0, 0, 0])
+    for unit in (s.limits, s.geofence, s.altitude, s.obstacles):
+        unit.check(t)
+    assert t.reject_unit is None and t.interventions is None
+
+
+def test_fast_flight_at_the_fence_is_handed_over():
+    s = shield()
+    t = make_tick((4.0, 2.3, 1.0), (1.5, 0, 0), (0, 0, 0), (0, 0, 0), [s.robot.weight_n, 0, 0, 0])
+    s.geofence.check(t)
+    assert t.reject_unit is s.geofence and t.reject_constraint == "x_max"
+    t = make_tick((2.0, 2.3, 0.35), (0, 0, -1.5), (0, 0, 0), (0, 0, 0), [s.robot.weight_n, 0, 0, 0])
+    s.altitude.check(t)
+    assert t.reject_constraint == "floor"
+
+
+# ---- obstacles -------------------------------------------------------------------------------
+@SETTINGS
+@given(
+    p=position(), v=st.tuples(speed, speed, speed), rpy=st.tuples(st.floats(-0.6, 0.6), st.floats(-0.6, 0.6), st.floats(-3.1, 3.1)),
+    w=st.tuples(rate, rate, rate), thrust=st.floats(-1, 1),
+)
+def test_obstacles_accepted_commands_keep_their_clearance(p, v, rpy, w, thrust):
+    s = shield()
+    unit = s.obstacles
+    cmd = wrench_of((thrust, 0.0, 0.0, 0.0))
+    t = make_tick(p, v, rpy, w, cmd)
+    unit.check(t)
+    assert t.cmd == cmd
+    if t.reject_unit is not None:
+        return
+    box = stopping_box(s.model, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)
+    for raw in unit.raw:
+        gap = math.dist([max(raw[i] - box[2 * i + 1], box[2 * i] - raw[i + 3], 0.0) for i in range(3)], [0, 0, 0]) - unit.radius
+        now = math.dist([max(raw[i] - p[i], p[i] - raw[i + 3], 0.0) for i in range(3)], [0, 0, 0]) - unit.radius
+        assert gap >= min(unit.margin, now) - 1e-9
+    speed_now = math.sqrt(sum(c * c for c in v))
+    for i, slow in enumerate(unit.slow_boxes):
+        if slow[0] <= p[0] <= slow[3] and slow[1] <= p[1] <= slow[4] and slow[2] <= p[2] <= slow[5]:
+            from robot_hrl.safety.units.obstacles import _predicted_speed
+
+            vh = _predicted_speed(t, s.model, unit.speed_h)
+            assert vh <= unit.slow_speed or vh < speed_now
+
+
+def test_obstacles_pass_hover_far_from_boxes_and_stop_motion_into_a_box():
+    s = shield()
+    t = make_tick((2.0, 2.3, 1.0), (0, 0, 0), (0, 0, 0), (0, 0, 0), [s.robot.weight_n, 0, 0, 0])
+    s.obstacles.check(t)
+    assert t.reject_unit is None
+    # pillar_a spans x 1.3..1.7 at y 1.5: flying at it in +x from 0.9 m
+    t = make_tick((0.9, 1.5, 1.0), (1.2, 0, 0), (0, 0, 0), (0, 0, 0), [s.robot.weight_n, 0, 0, 0])
+    s.obstacles.check(t)
+    assert t.reject_unit is s.obstacles and t.reject_constraint in ("approach", "slowdown")
+    t = make_tick((1.2, 1.5, 1.0), (-0.3, 0, 0), (0, 0, 0), (0, 0, 0), [s.robot.weight_n, 0, 0, 0])
+    s.obstacles.check(t)  # inside the margin, moving away: allowed
+    assert t.reject_unit is None
+
+
+# ---- subgoal ---------------------------------------------------------------------------------
+coord = st.one_of(st.floats(-10, 15), st.sampled_from([float("nan"), float("inf"), -float("inf")]))
+
+
+@SETTINGS
+@given(goal=st.tuples(coord, coord, coord), pos=st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)))
+def test_subgoal_output_always_satisfies_its_constraints(goal, pos):
+    s = shield()
+    u = s.subgoal
+    p = [u.lo[i] + pos[i] * (u.hi[i] - u.lo[i]) for i in range(3)]
+    assume(u.colliding(p) is None)
+    safe, records = s.filter_subgoal(np.array(goal), np.array(p), 1.0)
+    assert safe.shape == (3,)
+    assert u.satisfied(list(safe), p), (goal, p, safe, records)
+    if not np.allclose(safe, goal, equal_nan=False):
+        assert records and all(r.unit == "subgoal" and r.time_s == 1.0 for r in records)
+
+
+@SETTINGS
+@given(pos=st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)), d=st.tuples(*[st.floats(-0.55, 0.55)] * 3))
+def test_subgoal_that_satisfies_passes_unchanged(pos, d):
+    s = shield()
+    u = s.subgoal
+    p = [u.lo[i] + pos[i] * (u.hi[i] - u.lo[i]) for i in range(3)]
+    g = [p[i] + d[i] for i in range(3)]
+    assume(u.satisfied(g, p))
+    safe, records = s.filter_subgoal(np.array(g), np.array(p), 0.0)
+    assert safe.tolist() == g
+    assert records == []
+
+
+# ---- watchdog --------------------------------------------------------------------------------
+@SETTINGS
+@given(
+    state_age=st.floats(0, 5), state_ok=st.booleans(), subgoal_age=st.floats(0, 30), subgoal_ok=st.booleans(),
+    infer=st.one_of(st.floats(0, 0.05), st.just(float("nan"))), finite=st.booleans(), stale_for=st.floats(0, 3),
+)
+def test_watchdog_acts_exactly_on_its_faults(state_age, state_ok, subgoal_age, subgoal_ok, infer, finite, stale_for):
+    s = fresh_shield()
+    wd = s.watchdog
+    t = Tick()
+    t.now = 100.0 - stale_for
+    wd.check_inputs(t, state_ok, state_age, subgoal_ok, subgoal_age, infer, finite)  # the fault starts here (if any)
+    t = Tick()
+    t.now = 100.0
+    wd.check_inputs(t, state_ok, state_age, subgoal_ok, subgoal_age, infer, finite)
+    state_bad = not state_ok or state_age > wd.state_timeout
+    subgoal_bad = not subgoal_ok or subgoal_age > wd.subgoal_timeout
+    old = stale_for >= wd.hold_s
+    assert (t.land_unit is not None) == ((state_bad or subgoal_bad) and old)
+    assert (t.hold_unit is not None) == ((state_bad or subgoal_bad) and not old)
+    output_bad = not finite or not infer <= wd.deadline
+    assert (t.reject_unit is not None) == output_bad
+    assert t.policy_valid == (not output_bad)
+    if not (state_bad or subgoal_bad or output_bad):
+        assert wd.status()[0] == 0
+
+
+# ---- battery ---------------------------------------------------------------------------------
+@SETTINGS
+@given(volts=st.floats(2.5, 4.3), duration=st.floats(0, 10))
+def test_battery_holds_then_lands_below_its_thresholds(volts, duration):
+    s = fresh_shield()
+    b = s.battery
+    seen_hold = seen_land = False
+    steps = int(duration / 0.05) + 1
+    for k in range(steps):
+        t = Tick()
+        t.now = k * 0.05
+        b.check_voltage(t, volts)
+        seen_hold |= t.hold_unit is b
+        seen_land |= t.land_unit is b
+    elapsed = (steps - 1) * 0.05
+    if volts >= b.hold_v:
+        assert not seen_hold and not seen_land
+    if volts < b.land_v and elapsed >= b.debounce + 1e-9:
+        assert seen_land
+    if b.land_v <= volts < b.hold_v and elapsed >= b.debounce + b.hold_s + 1e-9:
+        assert seen_land
+    if b.land_v <= volts < b.hold_v and b.debounce + 1e-9 <= elapsed < b.debounce + b.hold_s - 1e-9:
+        assert seen_hold and not seen_land
+
+
+def test_battery_unknown_voltage_is_no_fault():
+    b = fresh_shield().battery
+    t = Tick()
+    b.check_voltage(t, None)
+    assert t.hold_unit is None and t.land_unit is None
+
+
+# ---- emergency stop --------------------------------------------------------------------------
+@SETTINGS
+@given(actions=st.tuples(*[st.floats(-1, 1)] * 4), z=st.floats(0.3, 1.5))
+def test_estop_always_commands_motors_off(actions, z):
+    s = fresh_shield()
+    s.estop("test")
+    st_ = RobotState(position_w=np.array([2.0, 2.3, z]))
+    for k in range(3):
+        out = s.step(ShieldInput(k * 0.01, st_, np.array(actions), subgoal_w=st_.position_w, state_stamp_s=k * 0.01))
+        assert out.mode == "motors_off"
+        assert out.wrench.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+# ---- backup controller -----------------------------------------------------------------------
+@SETTINGS
+@given(
+    p=position(), v=st.tuples(speed, speed, speed), rpy=st.tuples(angle, angle, st.floats(-3.1, 3.1)), w=st.tuples(rate, rate, rate),
+    land=st.booleans(),
+)
+def test_backup_command_is_finite_and_in_range(p, v, rpy, w, land):
+    s = shield()
+    r = rotation_from_quat(*quat_from_euler_rpy(*rpy))
+    out = s.backup.command(list(p), list(v), r, list(w), (2.0, 2.0, 1.0), land=land)
+    m = s.model
+    assert all(math.isfinite(x) for x in out)
+    assert s.backup.min_thrust - TOL <= out[0] <= s.backup.max_thrust + TOL
+    for i in range(1, 4):
+        assert m.low[i] - TOL <= out[i] <= m.high[i] + TOL
+
+
+def test_backup_levels_and_pulls_toward_the_target():
+    s = shield()
+    level = rotation_from_quat(1.0, 0.0, 0.0, 0.0)
+    out = s.backup.command([2.0, 2.0, 1.0], [0, 0, 0], level, [0, 0, 0], (2.0, 2.0, 1.0))
+    assert abs(out[0] - s.robot.weight_n) < 1e-9 and max(abs(x) for x in out[1:]) < 1e-12
+    out = s.backup.command([2.0, 2.0, 1.0], [0, 0, 0], level, [0, 0, 0], (2.0, 2.0, 1.5))
+    assert out[0] > s.robot.weight_n
+    # target ahead in +x: pitch forward, i.e. a positive torque about body y
+    out = s.backup.command([2.0, 2.0, 1.0], [0, 0, 0], level, [0, 0, 0], (3.0, 2.0, 1.0))
+    assert out[2] > 0
+
+
+# ---- the composed shield ---------------------------------------------------------------------
+anything = st.one_of(st.floats(-3, 3), st.sampled_from([float("nan"), float("inf"), -float("inf")]))
+
+
+@SETTINGS
+@given(
+    actions=st.tuples(anything, anything, anything, anything), p=position(), v=st.tuples(speed, speed, speed),
+    rpy=st.tuples(angle, angle, st.floats(-3.1, 3.1)), w=st.tuples(rate, rate, rate), infer=st.floats(0, 0.02),
+    volts=st.one_of(st.none(), st.floats(2.8, 4.2)), state_age=st.floats(0, 0.2),
+)
+def test_shield_output_is_always_a_valid_command(actions, p, v, rpy, w, infer, volts, state_age):
+    s = fresh_shield()
+    state = RobotState(np.array(p), quat_from_euler_rpy(*rpy), np.array(v), np.array(w), 10.0 - state_age)
+    out = s.step(ShieldInput(10.0, state, np.array(actions), subgoal_w=np.array(p), inference_s=infer, battery_v=volts))
+    assert out.mode in ("policy", "backup_hold", "backup_land", "motors_off")
+    assert out.actions.shape == (4,) and np.all(np.isfinite(out.actions)) and np.all(np.abs(out.actions) <= 1.0)
+    assert np.all(np.isfinite(out.wrench))
+    assert (out.mode == "policy") == (out.reason == "")
+    if out.mode != "policy":
+        assert out.interventions  # a hand-over is always recorded
+
+
+def test_nominal_hover_passes_the_whole_shield_unchanged():
+    s = fresh_shield()
+    m = s.model
+    hover = np.array([m.wrench_to_action(0, s.robot.weight_n), 0.0, 0.0, 0.0])
+    state = RobotState(position_w=np.array([2.0, 2.3, 1.0]))
+    for k in range(50):
+        state.stamp_s = k * 0.01
+        out = s.step(ShieldInput(k * 0.01, state, hover, subgoal_w=state.position_w, subgoal_stamp_s=0.0, inference_s=0.001, battery_v=4.0))
+        assert out.mode == "policy" and out.interventions == ()
+        np.testing.assert_allclose(out.actions, hover, atol=1e-12)
+    assert s.ticks == 50 and s.ticks_intervened == 0 and s.intervention_rate == 0.0
