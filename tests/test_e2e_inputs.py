@@ -4,6 +4,9 @@ Real processes, real DDS (loopback, a domain of their own), sim time."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -64,3 +67,14 @@ def test_rogue_subgoals_are_shielded_and_reported_and_a_malformed_task_changes_n
         assert run.last_skill()["state"] in ("reached", "tracking")
         assert np.linalg.norm(_position(run) - hover) < 0.3
         assert run.launcher.monitor.violations == []
+
+        # ---- the emergency stop, from its command line tool: latched, motors off, reported
+        estop = [sys.executable, "-m", "robot_hrl.nodes.estop", "--domain-id", str(run.domain_id), "--wait", "20"]
+        done = subprocess.run(estop, env=os.environ.copy(), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "LATCHED" in done.stdout, done.stdout + done.stderr
+        run.wait_for("the skill node in estop", run.skill_state_is("estop"))
+        assert run.last_skill()["mode"] == "motors_off"
+        run.wait_for("the estop on /diagnostics", lambda: any(
+            d[2] == 2 and "latched" in d[3] for d in run.seen.diags("shield/estop")))
+        done = subprocess.run(estop + ["--release"], env=os.environ.copy(), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "released" in done.stdout, done.stdout + done.stderr

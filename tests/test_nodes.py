@@ -225,3 +225,70 @@ def test_run_monitor_judges_violations_from_ground_truth(world):
     assert m.finished()
     m.on_skill_status("not json")
     assert m.snapshot()["skill"] == {"raw": "not json"}
+
+
+# ---- the skill core: real policy and shield, no transport -----------------------------------------
+@pytest.fixture
+def skill(world, repo_root):
+    from robot_hrl.nodes.skill_node import SkillCore
+    from robot_hrl.robots import CRAZYFLIE_2X
+    from robot_hrl.runtime import OnnxPolicy
+    from robot_hrl.safety import Shield
+
+    policy = OnnxPolicy(repo_root / "models" / "crazyflie_goto.onnx", CRAZYFLIE_2X, provider="cpu")
+    return SkillCore(policy, Shield.from_yaml(None, CRAZYFLIE_2X, world, policy.contract.subgoal_radius_m), world)
+
+
+def _state(position, t):
+    from robot_hrl.state import RobotState
+
+    return RobotState(position_w=np.asarray(position, dtype=float), stamp_s=t)
+
+
+def test_skill_core_idles_until_a_finite_subgoal(skill):
+    out = skill.tick(0.0)
+    assert out.status["state"] == "waiting" and np.all(out.wrench == 0)
+    skill.on_state(_state((0.5, 0.5, 0.0125), 0.0), 0.0)
+    skill.on_subgoal((np.nan, 1.0, 1.0), 0.0)  # a rogue NaN does not start the motors
+    out = skill.tick(0.01)
+    assert out.status["state"] == "idle" and np.all(out.wrench == 0)
+    assert out.status["requested"] == [None, 1.0, 1.0]
+    json.dumps(out.status, allow_nan=False)
+    skill.on_subgoal((0.5, 0.5, 1.0), 0.02)
+    out = skill.tick(0.02)
+    assert out.mode in ("policy", "backup_hold") and out.wrench[0] > 0
+
+
+def test_skill_core_shields_subgoals_and_counts_interventions_once_per_request(skill):
+    skill.on_state(_state((0.5, 0.5, 1.0), 0.0), 0.0)
+    for t in (0.0, 0.2, 0.4):  # the planner's heartbeat re-sends the same subgoal
+        skill.on_subgoal((50.0, 0.5, 1.0), t)
+    assert skill.interventions["subgoal"] == 2  # fence and radius, once
+    assert skill.safe_subgoal[0] <= 1.5 + 1e-6  # within the subgoal radius of the robot
+    skill.on_subgoal((0.5, 0.5, 40.0), 0.6)
+    assert skill.interventions["subgoal"] == 3
+
+
+def test_skill_core_lands_on_request_and_reports_each_phase(skill):
+    skill.on_state(_state((0.5, 0.5, 1.0), 0.0), 0.0)
+    skill.on_subgoal((0.5, 0.5, 1.0), 0.0)
+    skill.on_subgoal((0.5, 0.5, 0.0), 0.0)  # on the floor: a landing request
+    states = []
+    for k in range(600):
+        t = 0.01 * k
+        z = max(0.0125, 1.0 - max(0.0, t - 1.0) * 0.3)  # the robot descends as the backup asks
+        skill.on_state(_state((0.5, 0.5, z), t), t)
+        states.append(skill.tick(t).status["state"])
+    seen = [s for i, s in enumerate(states) if i == 0 or s != states[i - 1]]
+    assert seen[-3:] == ["holding", "landing", "landed"], seen
+    assert "watchdog" not in skill.interventions  # a requested landing is not an intervention
+
+
+def test_skill_core_estop_latches_until_released(skill):
+    skill.on_state(_state((0.5, 0.5, 1.0), 0.0), 0.0)
+    skill.on_subgoal((0.5, 0.5, 1.0), 0.0)
+    skill.estop(True, 0.0)
+    out = skill.tick(0.01)
+    assert out.status["state"] == "estop" and np.all(out.wrench == 0)
+    skill.estop(False, 0.02)
+    assert skill.tick(0.03).status["state"] != "estop"

@@ -38,7 +38,9 @@ import numpy as np
 from robot_hrl.errors import ConfigError
 from robot_hrl.msgs import Bool, Clock, DiagnosticArray, Odometry, PoseStamped, String, WrenchStamped
 from robot_hrl.msgs import header, seconds_from_time, state_from_odometry
-from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, json_string, position_of, run_main
+from robot_hrl.nodes.common import (
+    ERROR, OK, WARN, diag_array, diag_status, finite_or_none, json_string, position_of, run_main,
+)
 from robot_hrl.nodes.deadline import DeadlineMonitor
 from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 
@@ -262,7 +264,7 @@ class SkillCore:
             speed = round(float(np.linalg.norm(state.linear_velocity_w)), 4)
         s = {
             "state": status_state, "t": round(now, 4), "mode": mode, "reason": reason,
-            "requested": None if self.requested is None else [float(v) for v in self.requested],
+            "requested": None if self.requested is None else [finite_or_none(v) for v in self.requested],
             "subgoal": None if self.safe_subgoal is None else [round(float(v), 4) for v in self.safe_subgoal],
             "distance": distance, "speed": speed,
             "position": None if state is None else [round(float(v), 4) for v in state.position_w],
