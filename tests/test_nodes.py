@@ -292,3 +292,26 @@ def test_skill_core_estop_latches_until_released(skill):
     assert out.status["state"] == "estop" and np.all(out.wrench == 0)
     skill.estop(False, 0.02)
     assert skill.tick(0.03).status["state"] != "estop"
+
+
+# ---- the executables refuse bad parameters with one clear line ---------------------------------------
+@pytest.mark.parametrize("module, args, message", [
+    ("robot_hrl.nodes.skill_node", ["-p", "model:=models/nope.onnx"], "model file 'models/nope.onnx' was not found"),
+    ("robot_hrl.nodes.skill_node", ["-p", "robot:=hummingbird"], "unknown robot 'hummingbird'"),
+    ("robot_hrl.nodes.planner_node", ["-p", "planner:=oracle"], "choose symbolic, llm or vlm"),
+    ("robot_hrl.nodes.planner_node", ["-p", "world:=/nonexistent/world.yaml"], "does not exist"),
+    ("sim.nodes.sim_node", ["-p", "physics_hz:=-5"], "must be > 0"),
+    ("sim.nodes.sim_node", ["-p"], "needs a value"),
+])
+def test_node_executables_refuse_bad_parameters(repo_root, module, args, message):
+    import os
+    import subprocess
+    import sys
+
+    from robot_hrl.transport.dds_config import loopback_env, unique_domain_id
+
+    env = {**os.environ, **loopback_env(unique_domain_id(block=5))}
+    proc = subprocess.run([sys.executable, "-m", module, "--ros-args", *args], cwd=repo_root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr, proc.stderr

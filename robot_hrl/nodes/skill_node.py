@@ -304,7 +304,7 @@ class SkillNode:
         try:
             robot = get_robot(str(p["robot"]))
         except KeyError as exc:
-            raise ConfigError(str(exc)) from None
+            raise ConfigError(str(exc).strip('"')) from None
         self.world = load_world(resolve_resource(p["world"], "world file"))
         if policy is None:
             from robot_hrl.runtime import OnnxPolicy

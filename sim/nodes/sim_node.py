@@ -51,7 +51,10 @@ class SimNode:
                 raise ConfigError(f"sim_node parameter {key}={p[key]!r} must be > 0")
         if float(p["real_time_factor"]) < 0:
             raise ConfigError(f"sim_node parameter real_time_factor={p['real_time_factor']!r} must be >= 0")
-        self.robot = get_robot(str(p["robot"]))
+        try:
+            self.robot = get_robot(str(p["robot"]))
+        except KeyError as exc:
+            raise ConfigError(str(exc).strip('"')) from None
         self.world = load_world(resolve_resource(p["world"], "world file"))
         self.period_s = 1.0 / float(p["control_hz"])
         self.use_sim_time = bool(p["use_sim_time"])
