@@ -308,10 +308,16 @@ class Shield:
             self.log.extend(interventions)
         hs = m.half_span
         lo = m.low
-        actions = np.array(
-            [(out[0] - lo[0]) / hs[0] - 1.0, (out[1] - lo[1]) / hs[1] - 1.0, (out[2] - lo[2]) / hs[2] - 1.0, (out[3] - lo[3]) / hs[3] - 1.0]
-        )
-        np.clip(actions, -1.0, 1.0, out=actions)
+        n0 = (out[0] - lo[0]) / hs[0] - 1.0
+        n1 = (out[1] - lo[1]) / hs[1] - 1.0
+        n2 = (out[2] - lo[2]) / hs[2] - 1.0
+        n3 = (out[3] - lo[3]) / hs[3] - 1.0
+        actions = np.array([
+            -1.0 if n0 < -1.0 else 1.0 if n0 > 1.0 else n0,
+            -1.0 if n1 < -1.0 else 1.0 if n1 > 1.0 else n1,
+            -1.0 if n2 < -1.0 else 1.0 if n2 > 1.0 else n2,
+            -1.0 if n3 < -1.0 else 1.0 if n3 > 1.0 else n3,
+        ])
         return ShieldOutput(actions, np.array(out), mode, interventions, reason)
 
     def _set_reason(self, unit, constraint: str) -> None:

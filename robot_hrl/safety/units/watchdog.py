@@ -74,9 +74,9 @@ class WatchdogUnit(ShieldUnit):
 
     def status(self) -> tuple[int, str]:
         c = self.active_constraint
-        if c == "stale_state":
+        if self.state_stale_since is not None and c is not None:
             return STALE, f"state is stale (age {self.state_age_s:.3f} s > {self.state_timeout} s); holding on dead reckoning, then landing"
-        if c == "stale_subgoal":
+        if self.subgoal_stale_since is not None and c is not None:
             return ERROR, f"subgoal is stale (> {self.subgoal_timeout} s); holding, then landing"
         if c is not None:
             return WARN, f"policy output rejected: {c}"

@@ -1,0 +1,252 @@
+"""Fault cases through the composed shield: odometry stops, NaN/inf policy output, a bad
+subgoal, a missed deadline, low battery, the emergency stop; and the records and diagnostics."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.safety import ERROR, OK, STALE, WARN, Shield, ShieldInput, load_shield_config
+from robot_hrl.state import RobotState
+from robot_hrl.world import load_world
+
+WORLD_PATH = Path(__file__).resolve().parents[1] / "models" / "worlds" / "demo.yaml"
+DT = 0.01
+
+
+@lru_cache(maxsize=1)
+def _inputs():
+    return load_shield_config(), load_world(WORLD_PATH)
+
+
+def make_shield() -> Shield:
+    cfg, world = _inputs()
+    return Shield(cfg, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
+
+
+def hover_actions(shield: Shield) -> np.ndarray:
+    return np.array([shield.model.wrench_to_action(0, CRAZYFLIE_2X.weight_n), 0.0, 0.0, 0.0])
+
+
+def state_at(position, stamp) -> RobotState:
+    return RobotState(position_w=np.asarray(position, dtype=float), stamp_s=stamp)
+
+
+def test_odometry_stops_hold_then_land_then_motors_off():
+    s = make_shield()
+    hover = hover_actions(s)
+    pos = np.array([2.0, 2.3, 1.0])
+    last = state_at(pos, 0.0)
+    modes = []
+    for k in range(100):  # 1 s nominal
+        last = state_at(pos, k * DT)
+        out = s.step(ShieldInput(k * DT, last, hover, subgoal_w=pos))
+        assert out.mode == "policy"
+    t_stop = 99 * DT
+    reasons = set()
+    k = 100
+    while k < 100 + int(30 / DT):  # the odometry stops: the same old state keeps coming
+        out = s.step(ShieldInput(k * DT, last, hover, subgoal_w=pos))
+        modes.append(out.mode)
+        reasons.add(out.reason)
+        if out.mode == "motors_off":
+            break
+        k += 1
+    assert "watchdog.stale_state" in reasons
+    first_hold = modes.index("backup_hold")
+    first_land = modes.index("backup_land")
+    assert first_hold < first_land < modes.index("motors_off")
+    # stale after state_timeout_s, hold for hold_s, then land
+    hold_s = s.config.watchdog.hold_s
+    assert (first_land - first_hold) * DT == pytest.approx(hold_s, abs=2 * DT)
+    assert (100 + first_hold) * DT - t_stop == pytest.approx(s.config.watchdog.state_timeout_s, abs=2 * DT)
+    # landed on the dead-reckoned state (descending at land speed from 1 m) well before the timeout
+    assert (len(modes) - first_land) * DT < s.config.backup.land_timeout_s
+    assert s.predictor.p[2] <= s.config.backup.touchdown_altitude_m + 0.05
+    # latched: fresh odometry again does not restart the motors until the faults are reset
+    out = s.step(ShieldInput(k * DT + DT, state_at([2.0, 2.3, 0.0], k * DT + DT), hover, subgoal_w=pos))
+    assert out.mode == "motors_off"
+    s.reset_faults()
+    out = s.step(ShieldInput(k * DT + 2 * DT, state_at(pos, k * DT + 2 * DT), hover, subgoal_w=pos))
+    assert out.mode != "motors_off"
+
+
+def test_odometry_that_comes_back_during_the_hold_returns_control():
+    s = make_shield()
+    hover = hover_actions(s)
+    pos = [2.0, 2.3, 1.0]
+    st = state_at(pos, 0.0)
+    s.step(ShieldInput(0.0, st, hover, subgoal_w=np.array(pos)))
+    out = s.step(ShieldInput(0.2, st, hover, subgoal_w=np.array(pos)))
+    assert out.mode == "backup_hold" and out.reason == "watchdog.stale_state"
+    modes = [s.step(ShieldInput(0.2 + k * DT, state_at(pos, 0.2 + k * DT), hover, subgoal_w=np.array(pos))).mode for k in range(1, 60)]
+    assert modes[-1] == "policy"
+
+
+def test_no_state_at_all_is_stale_and_still_gives_a_finite_command():
+    s = make_shield()
+    out = s.step(ShieldInput(0.0, None, hover_actions(s)))
+    assert out.mode == "backup_hold" and out.reason == "watchdog.stale_state"
+    assert np.all(np.isfinite(out.actions))
+    assert s.watchdog.status()[0] == STALE
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_policy_output_goes_to_the_backup(bad):
+    s = make_shield()
+    pos = np.array([2.0, 2.3, 1.0])
+    actions = hover_actions(s)
+    actions[1] = bad
+    out = s.step(ShieldInput(0.0, state_at(pos, 0.0), actions, subgoal_w=pos))
+    assert out.mode == "backup_hold" and out.reason == "watchdog.non_finite_output"
+    assert np.all(np.isfinite(out.actions)) and np.all(np.abs(out.actions) <= 1)
+    rec = out.interventions[-1]
+    assert rec.unit == "watchdog" and rec.constraint == "non_finite_output" and rec.action == "backup_hold"
+    assert np.isnan(rec.before[1]) or np.isinf(rec.before[1])
+    # at hover, the backup commands hover
+    assert out.wrench[0] == pytest.approx(CRAZYFLIE_2X.weight_n, rel=1e-6)
+    assert s.watchdog.counters.by_constraint["non_finite_output"] == 1
+
+
+def test_missed_inference_deadline_goes_to_the_backup_for_that_tick():
+    s = make_shield()
+    pos = np.array([2.0, 2.3, 1.0])
+    out = s.step(ShieldInput(0.0, state_at(pos, 0.0), hover_actions(s), subgoal_w=pos, inference_s=0.05))
+    assert out.mode == "backup_hold" and out.reason == "watchdog.inference_deadline"
+    assert "ms" in out.interventions[-1].detail
+
+
+def test_subgoal_outside_the_fence_is_clamped_and_reported():
+    s = make_shield()
+    pos = np.array([4.0, 2.0, 1.0])
+    safe, records = s.filter_subgoal(np.array([9.0, 2.0, 1.0]), pos, 3.5)
+    assert safe[0] <= s.world.bounds.max[0] - s.config.subgoal.fence_margin_m - CRAZYFLIE_2X.collision_radius_m + 1e-9
+    assert [r.constraint for r in records] == ["fence"]
+    assert records[0].before == (9.0, 2.0, 1.0) and records[0].after == tuple(safe) and records[0].time_s == 3.5
+    assert s.subgoal.counters.by_constraint["fence"] == 1 and s.log[-1] is records[0]
+
+
+def test_subgoal_inside_an_obstacle_is_pushed_out_and_reported():
+    s = make_shield()
+    pos = np.array([1.0, 1.5, 1.0])
+    safe, records = s.filter_subgoal(np.array([1.5, 1.5, 1.0]), pos, 0.0)  # pillar_a's centre
+    assert not s.world.collides(safe, margin=CRAZYFLIE_2X.collision_radius_m + s.config.subgoal.obstacle_margin_m - 1e-3)
+    assert "obstacle" in [r.constraint for r in records]
+
+
+def test_subgoal_below_the_floor_far_away_and_nan_are_clamped():
+    s = make_shield()
+    pos = np.array([2.0, 2.3, 1.0])
+    safe, records = s.filter_subgoal(np.array([2.0, 2.3, -3.0]), pos, 0.0)
+    assert safe[2] >= s.config.subgoal.min_altitude_m and [r.constraint for r in records] == ["altitude", "radius"] or safe[2] >= 0.3
+    safe, records = s.filter_subgoal(np.array([2.0, 4.4, 1.0]), np.array([2.0, 2.3, 1.0]), 0.0)
+    assert np.linalg.norm(safe - pos) <= 1.0 + 1e-9 and "radius" in [r.constraint for r in records]
+    safe, records = s.filter_subgoal(np.array([np.nan, 1.0, 1.0]), pos, 0.0)
+    assert np.allclose(safe, pos) and records[0].constraint == "non_finite"
+
+
+@pytest.mark.parametrize("bad", [np.zeros(2), np.zeros((3, 1)), "abc"])
+def test_subgoal_of_the_wrong_shape_is_an_error(bad):
+    s = make_shield()
+    with pytest.raises((ValueError, TypeError)):
+        s.filter_subgoal(bad, np.zeros(3), 0.0)
+
+
+def test_wrong_action_size_is_an_error():
+    s = make_shield()
+    with pytest.raises(ValueError, match="4 entries"):
+        s.step(ShieldInput(0.0, state_at([2, 2, 1], 0.0), np.zeros(3)))
+
+
+def test_stale_subgoal_holds_then_lands():
+    s = make_shield()
+    pos = np.array([2.0, 2.3, 1.0])
+    timeout = s.config.watchdog.subgoal_timeout_s
+    out = s.step(ShieldInput(timeout + 0.5, state_at(pos, timeout + 0.5), hover_actions(s), subgoal_w=pos, subgoal_stamp_s=0.0))
+    assert out.mode == "backup_hold" and out.reason == "watchdog.stale_subgoal"
+    t = timeout + 0.5 + s.config.watchdog.hold_s + 0.1
+    out = s.step(ShieldInput(t, state_at(pos, t), hover_actions(s), subgoal_w=pos, subgoal_stamp_s=0.0))
+    assert out.mode == "backup_land"
+
+
+def test_low_battery_holds_then_lands_and_critical_lands_at_once():
+    s = make_shield()
+    b = s.config.battery
+    pos = np.array([2.0, 2.3, 1.0])
+    low = (b.hold_voltage_v + b.land_voltage_v) / 2
+    modes = []
+    for k in range(int((b.debounce_s + b.hold_s + 0.5) / DT)):
+        out = s.step(ShieldInput(k * DT, state_at(pos, k * DT), hover_actions(s), subgoal_w=pos, battery_v=low))
+        modes.append(out.mode)
+    assert modes[0] == "policy"
+    assert modes.index("backup_hold") * DT == pytest.approx(b.debounce_s, abs=2 * DT)
+    assert modes.index("backup_land") * DT == pytest.approx(b.debounce_s + b.hold_s, abs=2 * DT)
+    assert s.battery.status()[0] == ERROR
+    s2 = make_shield()
+    for k in range(int((b.debounce_s + 0.1) / DT)):
+        out = s2.step(ShieldInput(k * DT, state_at(pos, k * DT), hover_actions(s2), subgoal_w=pos, battery_v=b.land_voltage_v - 0.2))
+    assert out.mode == "backup_land" and out.reason == "battery.low_battery_land"
+
+
+def test_estop_turns_motors_off_latches_and_resets_only_explicitly():
+    s = make_shield()
+    pos = np.array([2.0, 2.3, 1.0])
+    hover = hover_actions(s)
+    assert s.step(ShieldInput(0.0, state_at(pos, 0.0), hover, subgoal_w=pos)).mode == "policy"
+    s.estop("operator", now_s=0.01)
+    for k in range(1, 200):
+        out = s.step(ShieldInput(k * DT, state_at(pos, k * DT), hover, subgoal_w=pos))
+        assert out.mode == "motors_off" and out.reason == "estop.emergency_stop"
+        assert out.wrench.tolist() == [0.0, 0.0, 0.0, 0.0]
+        assert out.actions[0] == -1.0 and out.actions[1:].tolist() == [0.0, 0.0, 0.0]
+    s.reset_faults()  # not enough
+    assert s.step(ShieldInput(2.0, state_at(pos, 2.0), hover, subgoal_w=pos)).mode == "motors_off"
+    assert s.estopped and s.estop_unit.status()[0] == ERROR
+    s.reset_estop()
+    out = s.step(ShieldInput(2.01, state_at(pos, 2.01), hover, subgoal_w=pos))
+    assert out.mode == "policy" and not s.estopped
+    assert s.estop_unit.counters.interventions == 200
+
+
+def test_diagnostics_map_onto_diagnostic_array():
+    s = make_shield()
+    pos = np.array([2.0, 2.3, 1.0])
+    s.step(ShieldInput(0.0, state_at(pos, 0.0), hover_actions(s), subgoal_w=pos))
+    diags = s.diagnostics()
+    assert [d["name"] for d in diags] == ["shield"] + [f"shield/{u.name}" for u in s.units]
+    for d in diags:
+        assert set(d) == {"name", "level", "message", "hardware_id", "values"}
+        assert d["level"] in (OK, WARN, ERROR, STALE) and isinstance(d["level"], int)
+        assert d["hardware_id"] == CRAZYFLIE_2X.name
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in d["values"].items())
+    assert all(d["level"] == OK for d in diags)
+    nan = np.full(4, np.nan)
+    s.step(ShieldInput(0.01, state_at(pos, 0.01), nan, subgoal_w=pos))
+    by_name = {d["name"]: d for d in s.diagnostics()}
+    assert by_name["shield"]["level"] == WARN and by_name["shield"]["values"]["mode"] == "backup_hold"
+    assert by_name["shield/watchdog"]["level"] == WARN
+    assert by_name["shield/watchdog"]["values"]["count.non_finite_output"] == "1"
+    s.estop()
+    s.step(ShieldInput(0.02, state_at(pos, 0.02), nan, subgoal_w=pos))
+    by_name = {d["name"]: d for d in s.diagnostics()}
+    assert by_name["shield/estop"]["level"] == ERROR and by_name["shield"]["level"] == ERROR
+    c = s.counters()
+    assert c["ticks"] == 3 and c["mode_ticks"]["motors_off"] == 1 and c["units"]["estop"]["interventions"] == 1
+
+
+def test_every_intervention_is_recorded_with_unit_constraint_before_after_and_time():
+    s = make_shield()
+    pos = np.array([2.0, 2.3, 1.0])
+    actions = np.array([1.0, 1.0, -1.0, 1.0])  # full thrust and torques: clamped
+    prev_log = len(s.log)
+    out = s.step(ShieldInput(0.5, state_at(pos, 0.5), actions, subgoal_w=pos))
+    assert out.interventions
+    for rec in out.interventions:
+        assert rec.time_s == 0.5 and rec.unit and rec.constraint in next(u for u in s.units if u.name == rec.unit).constraints
+        assert rec.before != rec.after
+        assert set(rec.as_dict()) == {"time_s", "unit", "constraint", "before", "after", "action", "detail"}
+    assert len(s.log) == prev_log + len(out.interventions)
