@@ -47,6 +47,10 @@ class PlannerConfig:
     """Half-width of the column blocked around a point reported blocked by the skill."""
     start_escape_m: float = 0.3
     """A start inside the inflation (not inside an obstacle) is joined to free space within this."""
+    coarse_factor: int = 2
+    """Grid A* first searches a grid this many times coarser (a coarse cell is blocked when any of
+    its cells is), then shortcuts on the fine grid; the fine grid is searched when that fails.
+    1 disables it."""
     landing_search_m: float = 1.0
     """``land`` above an obstacle (a landmark box) moves to the nearest clear spot within this first."""
     use_visibility_graph: bool = True
@@ -79,6 +83,7 @@ class SymbolicPlanner:
         self._legs: dict[tuple, np.ndarray | None] = {}
         self._use_graph = self.config.use_visibility_graph and occupancy_map is None
         self._graphs: dict[tuple, OctagonVisibilityGraph] = {}
+        self._coarse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.stats = {"graph_legs": 0, "grid_legs": 0, "straight_legs": 0}
         """How legs were planned (for benchmarks and diagnostics)."""
 
@@ -293,14 +298,57 @@ class SymbolicPlanner:
             prefix.append(np.array(escape, dtype=np.float64) + 0.5)
         if blocked[sb[1], sb[0]]:
             return None
-        cells = astar(blocked, sa, sb, self.config.heuristic_weight)
+        pts = self._coarse_search(blocked, prefix[-1], sa, cb, sb)
+        if pts is None:
+            cells = astar(blocked, sa, sb, self.config.heuristic_weight)
+            if cells is None:
+                return None
+            idx = turning_points(cells)
+            pts = np.asarray(cells, dtype=np.float64)[idx][1:-1] + 0.5
+        pts = np.vstack([*prefix, pts.reshape(-1, 2), cb[None]])
+        pts = shortcut(blocked, pts)
+        return self._with_altitude(self.grid.to_world(pts), a, b)
+
+    def _coarse_search(self, blocked: np.ndarray, pa: np.ndarray, sa, pb: np.ndarray, sb) -> np.ndarray | None:
+        """Interior points (fine cell coordinates) of a path found on the coarse grid, or None."""
+        f = int(self.config.coarse_factor)
+        ny, nx = blocked.shape
+        if f <= 1 or min(ny, nx) < 8 * f:
+            return None
+        cached = self._coarse.get(id(blocked))
+        if cached is None or cached[0] is not blocked:
+            cy, cx = -(-ny // f), -(-nx // f)
+            pad = np.ones((cy * f, cx * f), dtype=bool)
+            pad[:ny, :nx] = blocked
+            cached = (blocked, pad.reshape(cy, f, cx, f).any(axis=(1, 3)))
+            if len(self._coarse) > 16:
+                self._coarse.clear()
+            self._coarse[id(blocked)] = cached
+        coarse = cached[1]
+
+        def entry(point: np.ndarray, cell) -> tuple[int, int] | None:
+            # The nearest free coarse cell (within 2) whose centre the point sees on the fine grid.
+            cx0, cy0 = cell[0] // f, cell[1] // f
+            best = None
+            for dy in range(-2, 3):
+                for dx in range(-2, 3):
+                    x, y = cx0 + dx, cy0 + dy
+                    if 0 <= x < coarse.shape[1] and 0 <= y < coarse.shape[0] and not coarse[y, x]:
+                        d = dx * dx + dy * dy
+                        if best is None or d < best[0]:
+                            centre = np.array([x * f + f / 2, y * f + f / 2])
+                            if line_of_sight(blocked, point, centre)[0]:
+                                best = (d, (x, y))
+            return None if best is None else best[1]
+
+        ca, cb = entry(pa, sa), entry(pb, sb)
+        if ca is None or cb is None:
+            return None
+        cells = astar(coarse, ca, cb, self.config.heuristic_weight)
         if cells is None:
             return None
         idx = turning_points(cells)
-        pts = np.asarray(cells, dtype=np.float64)[idx] + 0.5
-        pts = np.vstack([*prefix, pts[1:-1], cb[None]]) if len(pts) > 2 else np.vstack([*prefix, cb[None]])
-        pts = shortcut(blocked, pts)
-        return self._with_altitude(self.grid.to_world(pts), a, b)
+        return np.asarray(cells, dtype=np.float64)[idx] * f + f / 2
 
     def leg_cost(self, a: np.ndarray, b: np.ndarray) -> float:
         path = self.leg(a, b)
