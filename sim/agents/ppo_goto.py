@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 PPO_GOTO: dict[str, Any] = {
-    "num_steps_per_env": 16,
+    "num_steps_per_env": 24,
     "save_interval": 50,
     "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
     "logger": "tensorboard",
@@ -21,11 +21,11 @@ PPO_GOTO: dict[str, Any] = {
         "hidden_dims": [64, 64],
         "activation": "elu",
         "obs_normalization": True,
-        "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 0.5, "std_type": "scalar"},
+        "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 0.3, "std_type": "scalar"},
     },
     "critic": {
         "class_name": "MLPModel",
-        "hidden_dims": [128, 128],
+        "hidden_dims": [64, 64],
         "activation": "elu",
         "obs_normalization": True,
     },

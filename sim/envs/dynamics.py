@@ -137,7 +137,7 @@ def physics_substep(
     w, x, y, z = quat.unbind(-1)
     body_z_w = torch.stack((2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)), dim=-1)
     acc = (body_z_w * thrust + force_ext_w) / mass
-    acc = acc - torch.tensor((0.0, 0.0, gravity), dtype=acc.dtype, device=acc.device)
+    acc[:, 2] -= gravity
     velocity = velocity + acc * dt
     position = position + velocity * dt
     # rotational dynamics (body): I w_dot = tau - w x (I w)
@@ -146,13 +146,13 @@ def physics_substep(
     quat = quat_mul(quat, quat_from_rotvec(omega * dt))
     quat = quat / torch.linalg.vector_norm(quat, dim=-1, keepdim=True)
     # floor: no penetration; inelastic normal impact, friction on sliding and spinning
-    contact = position[:, 2:3] <= floor_z
-    position = torch.cat((position[:, :2], torch.maximum(position[:, 2:3], torch.full_like(position[:, 2:3], floor_z))), dim=-1)
-    vz = torch.where(contact, velocity[:, 2:3].clamp(min=0.0), velocity[:, 2:3])
-    vxy = torch.where(contact, velocity[:, :2] * (1.0 - ground_friction), velocity[:, :2])
-    velocity = torch.cat((vxy, vz), dim=-1)
-    omega = torch.where(contact, omega * (1.0 - ground_friction), omega)
-    return position, quat, velocity, omega, rpm, contact.squeeze(-1)
+    contact = position[:, 2] <= floor_z
+    position[:, 2].clamp_(min=floor_z)
+    keep = 1.0 - ground_friction * contact.unsqueeze(-1).to(velocity.dtype)
+    velocity[:, 2] = torch.where(contact, velocity[:, 2].clamp(min=0.0), velocity[:, 2])
+    velocity[:, :2] *= keep
+    omega = omega * keep
+    return position, quat, velocity, omega, rpm, contact
 
 
 def body_to_world(quat: torch.Tensor, v_b: torch.Tensor) -> torch.Tensor:

@@ -86,10 +86,14 @@ class GotoEnv(VecEnv):
         self.params = sample_parameters(self.cfg.randomization, n, self.generator, dev, self.k.motor_time_constant_s)
         self._derive_parameters()
         self._physics = torch.compile(dynamics.physics_substep, dynamic=False) if self.cfg.physics.compile else dynamics.physics_substep
-        self._noise = {
-            name: getattr(self.cfg.randomization.observation_noise, name)
-            for name in obs_terms.OBSERVATION_TERMS
-        } if self.cfg.randomization.enabled else None
+        lows, highs, stds = [], [], []
+        for term in self.observation_terms:
+            lows += [term.clip[0]] * term.size
+            highs += [term.clip[1]] * term.size
+            stds += [float(getattr(self.cfg.randomization.observation_noise, term.name, 0.0))] * term.size
+        self._obs_low = torch.tensor(lows, **f32)
+        self._obs_high = torch.tensor(highs, **f32)
+        self._noise_std = torch.tensor(stds, **f32) if self.cfg.randomization.enabled and any(stds) else None
         self._reset_idx(torch.arange(n, device=dev))
         self._obs = self._compute_observations()
 
@@ -231,9 +235,14 @@ class GotoEnv(VecEnv):
         }
 
     def _compute_observations(self) -> TensorDict:
-        inputs = self._observation_inputs()
-        policy = obs_terms.compute_observation(self.observation_terms, inputs, self._noise, self.generator)
-        clean = obs_terms.compute_observation(self.observation_terms, inputs) if self._noise is not None else policy
+        # one pass over the terms; noise (if any) is added before the per-term clip, as the contract says
+        raw = torch.cat([obs_terms.OBSERVATION_TERMS[t.name](self._observation_inputs()) for t in self.observation_terms], dim=-1)
+        clean = torch.maximum(torch.minimum(raw, self._obs_high), self._obs_low)
+        if self._noise_std is not None:
+            noisy = raw + self._noise_std * torch.randn(raw.shape, generator=self.generator, device=self.device)
+            policy = torch.maximum(torch.minimum(noisy, self._obs_high), self._obs_low)
+        else:
+            policy = clean
         p = self.params
         rcfg = self.cfg.randomization
         progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
