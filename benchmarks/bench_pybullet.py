@@ -52,7 +52,7 @@ def main() -> int:
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     print(f"PyBullet {args.seconds:g} s simulated per run, physics 500 Hz, control 100 Hz, world {args.world.name}")
 
-    def run(camera_hz: float | None, with_policy: bool = True) -> tuple[float, float]:
+    def run(camera_hz: float | None, with_policy: bool = True) -> tuple[float, float, float]:
         sim = PyBulletQuadrotorSim(world=args.world, physics_hz=500, control_hz=100,
                                    camera=camera if camera_hz else None)
         steps = int(round(args.seconds * sim.control_hz))
@@ -63,6 +63,7 @@ def main() -> int:
         renders = 0
         render_s = 0.0
         t0 = time.perf_counter()
+        c0 = time.process_time()
         for k in range(steps):
             if k % 500 == 0:  # a new goal every 5 s, so the drone keeps flying
                 goal_k = goal if (k // 500) % 2 == 0 else start
@@ -74,17 +75,22 @@ def main() -> int:
                 render_s += time.perf_counter() - r0
                 renders += 1
         wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+        simulated = sim.time_s
         sim.close()
-        return sim.time_s / wall, (render_s / renders if renders else 0.0)
+        return simulated / wall, simulated / cpu, (render_s / renders if renders else 0.0)
 
-    rtf, _ = run(None, with_policy=False)
-    print(f"simulator only (hover wrench), camera off : real-time factor {rtf:7.1f}x")
-    rtf, _ = run(None)
-    print(f"closed loop (ONNX policy),     camera off : real-time factor {rtf:7.1f}x")
-    rtf, frame = run(30.0)
-    print(f"closed loop, camera 320x240 at  30 Hz     : real-time factor {rtf:7.1f}x  ({frame * 1e3:.1f} ms per frame)")
-    rtf, frame = run(100.0)
-    print(f"closed loop, camera 320x240 at 100 Hz     : real-time factor {rtf:7.1f}x  ({frame * 1e3:.1f} ms per frame)")
+    print("real-time factor = simulated s / wall-clock s; 'cpu' divides by this process's CPU time instead "
+          "(less sensitive to other load on a shared machine)")
+    for label, camera_hz, with_policy in (
+        ("simulator only (hover wrench), camera off", None, False),
+        ("closed loop (ONNX policy),     camera off", None, True),
+        ("closed loop, camera 320x240 at  30 Hz    ", 30.0, True),
+        ("closed loop, camera 320x240 at 100 Hz    ", 100.0, True),
+    ):
+        rtf, rtf_cpu, frame = run(camera_hz, with_policy)
+        extra = f"  ({frame * 1e3:.1f} ms wall per frame)" if camera_hz else ""
+        print(f"{label}: real-time factor {rtf:6.1f}x wall, {rtf_cpu:6.1f}x cpu{extra}")
     return 0
 
 
