@@ -97,7 +97,7 @@ def test_detects_and_localizes_visible_landmarks(world, views, view):
     for lm_id in visible:
         uv, z = camera.project(np.asarray(world.landmark(lm_id).center)[None], pos, quat)
         assert z[0] > 0 and 5 <= uv[0, 0] < camera.width - 5 and 5 <= uv[0, 1] < camera.height - 5
-    for depth_image, tol in ((None, 0.15), (depth, 0.12)):
+    for depth_image, tol in ((None, 0.05), (depth, 0.08)):
         found = {g.landmark_id: g for g in ground_landmarks(world, rgb, camera, pos, quat, depth_m=depth_image)}
         assert sorted(found) == sorted(visible)
         for lm_id, g in found.items():
