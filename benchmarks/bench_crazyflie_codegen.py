@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from deploy.crazyflie.cli import host_parity  # noqa: E402
 from deploy.crazyflie.codegen import generate_project  # noqa: E402
 from deploy.crazyflie.cost import CPU_HZ, cycle_models_from_object, inference_cost  # noqa: E402
-from deploy.crazyflie.example_model import build_mlp_onnx  # noqa: E402
+from deploy.crazyflie.example_model import build_mlp_onnx, random_observations  # noqa: E402
 from deploy.crazyflie.host import HostController  # noqa: E402
 from deploy.crazyflie.size import DEFAULT_FLASH_BUDGET_KB, DEFAULT_RAM_BUDGET_KB, arm_size_report, link_probe_image  # noqa: E402
 from robot_hrl.contract import compute_observation  # noqa: E402
@@ -80,6 +81,21 @@ def main() -> int:
         cost = inference_cost(project.model)
         print(f"parity (network)      max |C - onnxruntime| = {err:.3g} over {args.samples} random observations")
         print(f"parity (observation)  max |C - compute_observation| = {obs_err:.3g} over {args.samples} random states")
+        if shutil.which("qemu-system-arm"):
+            from deploy.crazyflie.qemu import run_on_qemu
+
+            xq = random_observations(args.samples, project.model.input_size, seed=5)
+            rows = np.zeros((1, 16), dtype=np.float32)
+            rows[0, 3] = 1.0
+            actions, _, _ = run_on_qemu(project, xq, rows, np.zeros((1, project.model.output_size)), tmp / "qemu")
+            import onnxruntime as ort
+
+            session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+            ref = session.run(None, {session.get_inputs()[0].name: xq})[0]
+            print(f"parity (Cortex-M4)    max |ARM build under QEMU netduinoplus2 (STM32F405) - onnxruntime| = "
+                  f"{float(np.max(np.abs(actions - ref))):.3g} over {args.samples} observations (newlib expf)")
+        else:
+            print("parity (Cortex-M4)    not run: qemu-system-arm is not installed")
         print(f"ARM sections          text {size.text} B, rodata {size.rodata} B, data {size.data} B, bss {size.bss} B")
         print(f"flash / RAM           {size.flash} B ({size.flash / 1024:.1f} KiB) / {size.ram} B ({size.ram / 1024:.2f} KiB)"
               f"  [budget {DEFAULT_FLASH_BUDGET_KB:g} / {DEFAULT_RAM_BUDGET_KB:g} KiB]")
