@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from robot_hrl.errors import PlanningError
 from robot_hrl.planning import PlannerConfig, SymbolicPlanner, parse_task, parse_task_json, parse_task_text
@@ -66,6 +68,27 @@ def test_text_and_json_forms_agree():
         parse_task(42)
     xy = parse_task("goto 2 3").steps[0].targets[0]
     assert xy.xy_only and math.isnan(xy.position[2])
+
+
+_coord = st.floats(-50, 50, allow_nan=False).map(lambda v: round(v, 3))
+_target = st.one_of(st.sampled_from(["red_box", "green_box", "blue_box"]),
+                    st.tuples(_coord, _coord, _coord).map(lambda p: ",".join(f"{v:g}" for v in p)))
+_statement = st.one_of(
+    st.floats(0.1, 3.0).map(lambda v: f"takeoff {round(v, 3):g}"),
+    st.tuples(_coord, _coord, _coord).map(lambda p: "goto " + " ".join(f"{v:g}" for v in p)),
+    _target.filter(lambda t: "," not in t).map(lambda t: f"goto {t}"),
+    st.floats(0, 60).map(lambda v: f"hover {round(v, 2):g}"),
+    st.lists(_target, min_size=1, max_size=5).map(lambda ts: "visit " + " ".join(ts)),
+    st.just("land"),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_statement, min_size=1, max_size=8))
+def test_task_text_round_trips_through_text_and_json(statements):
+    task = parse_task_text("; ".join(statements))
+    assert parse_task_text(str(task)) == task
+    assert parse_task_json(task.to_json()) == task
 
 
 @pytest.mark.parametrize("text, needle", [

@@ -54,6 +54,7 @@ class FlightGrid:
         fx = (self._xc < x0 + inflation_m) | (self._xc > x1 - inflation_m)
         fy = (self._yc < y0 + inflation_m) | (self._yc > y1 - inflation_m)
         self._static = fy[:, None] | fx[None, :]
+        self.occupancy_map = occupancy_map
         if occupancy_map is not None:
             check_map_matches_world(occupancy_map, world)
             self._static |= self._inflate_map(occupancy_map)

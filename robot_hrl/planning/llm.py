@@ -128,6 +128,11 @@ def world_summary(world: World, planner: SymbolicPlanner) -> str:
     ]
     for o in world.obstacles:
         lines.append(f"- {o.name}: centre {list(o.center)}, size {list(o.size)}")
+    grid_map = planner.grid.occupancy_map
+    if grid_map is not None:
+        share = 100.0 * float(grid_map.occupied.mean())
+        lines.append(f"- a map ({grid_map.shape[1]} x {grid_map.shape[0]} cells of {grid_map.resolution:g} m) adds "
+                     f"full-height obstacles: {share:.0f}% of its cells are occupied or unknown")
     for box in planner.grid.added_boxes:
         lines.append(f"- added obstacle: centre {[round(v, 2) for v in box.center]}, size {[round(v, 2) for v in box.size]}")
     lines.append("Landmarks (use their id; `goto` flies to the approach point above them):")
