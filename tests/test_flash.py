@@ -42,6 +42,7 @@ def test_dry_run_checks_a_real_image(probe, capsys):
     assert main(["flash", "--uri", "radio://0/80/2M", "--image", str(probe.bin), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "nothing is flashed" in out and check.sha256 in out and "flash_full" in out
+    assert "link    " in out  # found, or why not (no Crazyradio here)
 
 
 def test_missing_image_explains_how_to_build_it(tmp_path, capsys):
@@ -97,3 +98,9 @@ def test_unknown_uri_scheme_is_refused(probe):
     pytest.importorskip("cflib")
     with pytest.raises(FlashError, match="neither radio"):
         flash_image(probe.bin, "tcp://192.168.0.1")
+
+
+def test_usb_uri_without_a_crazyflie_is_a_clear_error(probe):
+    pytest.importorskip("cflib")
+    with pytest.raises(FlashError, match="no Crazyflie found on USB"):
+        flash_image(probe.bin, "usb://0")

@@ -19,8 +19,8 @@ import numpy as np
 
 from deploy.crazyflie.codegen import GeneratedProject, generate_project
 from deploy.crazyflie.cost import NOMINAL, PESSIMISTIC, CycleModel, InferenceCost, cycle_models_from_object, inference_cost
-from deploy.crazyflie.errors import BudgetError, CodegenError, ToolchainError
-from deploy.crazyflie.flash import DEFAULT_IMAGE, check_image, flash_image
+from deploy.crazyflie.errors import BudgetError, CodegenError, FlashError, ToolchainError
+from deploy.crazyflie.flash import DEFAULT_IMAGE, check_image, flash_image, require_link
 from deploy.crazyflie.size import DEFAULT_FLASH_BUDGET_KB, DEFAULT_RAM_BUDGET_KB, SizeReport, arm_size_report, check_budget
 
 PARITY_TOLERANCE = 1e-4
@@ -189,6 +189,11 @@ class Flash:
             print("dry run: nothing is flashed")
             print(check.describe())
             print(f"target  STM32F405 (cf2, stm32, fw) of the Crazyflie at {args.uri}")
+            try:
+                require_link(args.uri)
+                print("link    found")
+            except FlashError as exc:
+                print(f"link    not available now: {exc}")
             print("method  cflib.bootloader.Bootloader(uri).flash_full(warm=True, targets=[cf2/stm32/fw]); "
                   "the Crazyflie reboots into the new firmware")
             return 0

@@ -96,7 +96,7 @@ def check_image(path: str | Path) -> ImageCheck:
     return check
 
 
-def _require_link(uri: str) -> None:
+def require_link(uri: str) -> None:
     """Fail early, with the fix, when the URI's link (Crazyradio or USB) is not present."""
     try:
         import cflib.crtp  # noqa: F401
@@ -129,7 +129,7 @@ def _require_link(uri: str) -> None:
 def flash_image(path: str | Path, uri: str, progress=None) -> ImageCheck:
     """Check ``path`` and flash it to the STM32 of the Crazyflie at ``uri`` through cflib's bootloader."""
     check = check_image(path)
-    _require_link(uri)
+    require_link(uri)
     import cflib.crtp
     from cflib.bootloader import Bootloader, Target
 
