@@ -102,5 +102,10 @@ def test_unknown_uri_scheme_is_refused(probe):
 
 def test_usb_uri_without_a_crazyflie_is_a_clear_error(probe):
     pytest.importorskip("cflib")
+    import cflib.crtp
+
+    cflib.crtp.init_drivers()
+    if any(uri.startswith("usb://") for uri, _ in cflib.crtp.scan_interfaces()):
+        pytest.skip("a Crazyflie is on USB: this test must not flash it")
     with pytest.raises(FlashError, match="no Crazyflie found on USB"):
         flash_image(probe.bin, "usb://0")
