@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from robot_hrl.robots import get_robot
-from robot_hrl.safety import Shield, ShieldInput
+from robot_hrl.safety import Shield, ShieldInput, load_shield_config
 from robot_hrl.state import RobotState
 from robot_hrl.world import load_world
 from sim.envs.math_utils import quat_from_rotvec, quat_mul, quat_rotate_inverse, rotation_matrix_from_quat
@@ -217,21 +217,25 @@ def run(
     onnx_path: str | Path | None = None,
 ) -> EvalResult:
     """Run ``episodes`` episodes at once (one batched env) and count violations."""
+    torch.set_num_threads(1)  # the shield loop is single-threaded; idle torch workers would only spin
     world = load_world(world_path)
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     env = make_env("crazyflie-goto", episodes, device="cpu", cfg=eval_env_cfg(episode_s, randomize), seed=seed)
     robot = env.robot
-    shields = [Shield.from_yaml(shield_config, robot, world, subgoal_radius_m) for _ in range(episodes)] if shielded else None
+    config = load_shield_config(shield_config) if shield_config is not None else load_shield_config()
+    shields = [Shield(config, robot, world, subgoal_radius_m) for _ in range(episodes)] if shielded else None
     ids = torch.arange(episodes)
     starts = sample_free_starts(world, episodes, rng, clearance_m=0.6)
     set_states(env, ids, starts, rng, max_tilt_rad=math.radians(10), max_speed=0.3, max_rate=0.5)
     env.goal_w[:] = torch.tensor(starts, dtype=torch.float32)
-    runner = None
+    onnx = None
     if policy == "adversary":
         targets = torch.tensor(adversary_targets(world, episodes, rng), dtype=torch.float32)
     elif policy == "trained":
-        from sim.safety_eval_trained import TrainedPolicyRunner  # noqa: F401  (optional helper)
+        onnx, goals = _trained_setup(onnx_path, robot, world, starts, rng, subgoal_radius_m, shields)
+        env.goal_w[:] = torch.tensor(goals, dtype=torch.float32)
+        applied = np.zeros((episodes, 4))
     elif policy != "random":
         raise ValueError(f"unknown policy {policy!r}; choose random, adversary or trained")
     checker = ViolationChecker(world, robot, env)
@@ -250,8 +254,10 @@ def run(
         now = k * dt
         if policy == "random":
             actions = torch.rand((episodes, 4)) * 2.0 - 1.0
-        else:
+        elif policy == "adversary":
             actions = adversary_actions(env, targets)
+        else:
+            actions = torch.tensor(_trained_actions(onnx, env, applied), dtype=torch.float32)
         if shielded:
             pos = env.position_w.double().numpy()
             quat = env.quat_wxyz.double().numpy()
@@ -272,6 +278,8 @@ def run(
                     landing[i] = True
             result.shield_seconds += time.perf_counter() - t0
             actions = torch.tensor(out, dtype=torch.float32)
+        if policy == "trained":
+            applied = actions.double().numpy()
         env.step(actions)
         fence, altitude, collision = checker(env.position_w, landing)
         result.fence_violations += int(fence.sum())
@@ -283,9 +291,49 @@ def run(
             bar.update(1)
     if bar is not None:
         bar.close()
+    if policy == "trained":
+        err = torch.linalg.vector_norm(env.position_w - env.goal_w, dim=-1)
+        speed = torch.linalg.vector_norm(env.linear_velocity_w, dim=-1)
+        ok = (err < env.cfg.success.position_tolerance_m) & (speed < env.cfg.success.speed_tolerance_mps) & ~violated
+        result.successes = int(ok.sum())
     result.episodes_with_violation = int(violated.sum())
     result.mode_ticks = mode_ticks
     return result
+
+
+def _trained_setup(onnx_path, robot, world, starts, rng, subgoal_radius_m, shields):
+    """The shipped ONNX policy, and one goal per episode within the subgoal radius of its start,
+    in free space (already satisfying the subgoal shield, so both runs fly to the same goal)."""
+    from robot_hrl.runtime.policy import OnnxPolicy
+
+    path = Path(onnx_path) if onnx_path is not None else REPO_ROOT / "models" / "crazyflie_goto.onnx"
+    onnx = OnnxPolicy(path, robot=robot, provider="cpu")
+    probe = Shield.from_yaml(None, robot, world, subgoal_radius_m)
+    goals = np.empty_like(starts)
+    for i, p in enumerate(starts):
+        while True:
+            d = rng.normal(size=3)
+            g = p + d / np.linalg.norm(d) * subgoal_radius_m * rng.random() ** (1 / 3)
+            if probe.subgoal.satisfied(list(g), list(p)):
+                goals[i] = g
+                break
+    return onnx, goals
+
+
+def _trained_actions(onnx, env, applied: np.ndarray) -> np.ndarray:
+    """Batched inference on the contract's observation (last action = the applied action)."""
+    from robot_hrl.contract import compute_observation
+
+    inputs = {
+        "position_w": env.position_w.double().numpy(),
+        "quat_wxyz": env.quat_wxyz.double().numpy(),
+        "linear_velocity_w": env.linear_velocity_w.double().numpy(),
+        "angular_velocity_b": env.angular_velocity_b.double().numpy(),
+        "subgoal_w": env.goal_w.double().numpy(),
+        "last_action": applied,
+    }
+    obs = compute_observation(onnx.contract.observations, inputs)
+    return np.asarray(onnx.infer(obs), dtype=np.float64)
 
 
 def main(argv=None) -> int:
@@ -294,7 +342,11 @@ def main(argv=None) -> int:
         "(uniform random actions; a controller driving at the fence, the floor, the ceiling and the obstacles), "
         "batched episodes, violations counted on the true state against the world file."
     )
-    parser.add_argument("--policy", choices=("random", "adversary"), default="random", help="the policy the shield guards")
+    parser.add_argument(
+        "--policy", choices=("random", "adversary", "trained"), default="random",
+        help="the policy the shield guards (trained: models/crazyflie_goto.onnx, or --onnx)",
+    )
+    parser.add_argument("--onnx", default=None, help="ONNX policy for --policy trained")
     parser.add_argument("--episodes", type=int, default=1000, help="batched episodes (one env each)")
     parser.add_argument("--episode-s", type=float, default=5.0, help="episode length, s")
     parser.add_argument("--world", default=str(DEFAULT_WORLD), help="world file (fence and obstacles)")
@@ -303,7 +355,10 @@ def main(argv=None) -> int:
     parser.add_argument("--randomize", action="store_true", help="domain randomization on (mass, inertia, motors, disturbances, latency)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    res = run(args.policy, args.episodes, args.episode_s, args.world, args.config, not args.no_shield, args.seed, args.randomize, progress=True)
+    res = run(
+        args.policy, args.episodes, args.episode_s, args.world, args.config, not args.no_shield, args.seed, args.randomize,
+        progress=True, onnx_path=args.onnx,
+    )
     print(res.summary())
     return 0 if (res.violations == 0 or args.no_shield) else 1
 
