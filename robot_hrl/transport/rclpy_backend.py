@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable
 
 import rclpy
@@ -170,10 +171,18 @@ class RclpyTimer(Timer):
     def __init__(self, node: "RclpyNode", period_s: float, callback: Callable[[], None]):
         self.period_s = period_s
         self.calls = 0
+        self.overruns = 0
+        """rcl skips missed periods silently; not counted here."""
+        self.last_deadline: float | None = None
+        """When the running callback was due, in ``time.perf_counter`` seconds (from rcl's time
+        until the next call, which keeps the period's phase), as the Cyclone backend gives it."""
         self._node = node
 
         def tick():
             self.calls += 1
+            until_next = self._timer.time_until_next_call() if self._timer is not None else None
+            if until_next is not None:
+                self.last_deadline = time.perf_counter() + until_next * 1e-9 - self.period_s
             callback()
 
         self._timer = node._node.create_timer(period_s, tick)
