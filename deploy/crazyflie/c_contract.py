@@ -140,6 +140,7 @@ def generate_contract_c(contract: PolicyContract, banner: str) -> tuple[str, str
 #define POLICY_IO_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "stabilizer_types.h"
 
@@ -160,6 +161,10 @@ void policyActionsToControl(const float actions[POLICY_ACTION_SIZE], control_t *
 
 /* True when every value is finite. */
 bool policyAllFinite(const float *values, int n);
+
+/* Who flies now, from controller_policy.c: 0 the policy, 1 PID (no absolute position setpoint),
+ * 2 PID (parameter rlPolicy.enable = 0), 3 PID (latched after a NaN/inf observation or output). */
+uint8_t policyControllerMode(void);
 
 #endif /* POLICY_IO_H */
 """

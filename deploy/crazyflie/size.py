@@ -27,8 +27,11 @@ ARM_GCC = "arm-none-eabi-gcc"
 ARM_SIZE = "arm-none-eabi-size"
 ARM_CFLAGS: tuple[str, ...] = ("-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard", "-O2")
 """The STM32F405 (Cortex-M4F) flags of crazyflie-firmware's build."""
-EXTRA_CFLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall", "-Wextra", "-Wdouble-promotion", "-Werror",
-                                 "-ffunction-sections", "-fdata-sections", "-fstack-usage")
+EXTRA_CFLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall", "-Wextra", "-Wdouble-promotion", "-Wshadow",
+                                 "-Wmissing-prototypes", "-Wstrict-prototypes", "-Wundef", "-Wconversion",
+                                 "-Wno-sign-conversion", "-Werror", "-ffunction-sections", "-fdata-sections",
+                                 "-fstack-usage")
+"""Stricter than the firmware's own warnings, and -Werror: generated code must compile clean anywhere."""
 DEFAULT_FLASH_BUDGET_KB = 128.0
 DEFAULT_RAM_BUDGET_KB = 16.0
 STM32F405_FLASH_KB = 1024
