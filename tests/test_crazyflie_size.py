@@ -112,3 +112,29 @@ def test_missing_arm_toolchain_is_a_clear_error(model_path, tmp_path, monkeypatc
     project = generate_project(model_path, tmp_path / "cf")
     with pytest.raises(ToolchainError, match="apt-get install gcc-arm-none-eabi"):
         arm_size_report(project)
+
+
+def test_cycles_per_mac_parser_takes_the_innermost_fma_loop():
+    from deploy.crazyflie.cost import dense_loop_cycles_per_mac
+
+    text = """
+00000000 <policy_dense>:
+   0:\tpush\t{r4, lr}
+   2:\tvldr\ts13, [pc, #16]
+   4:\tvldr\ts4, [ip]
+   8:\tvldr\ts5, [lr]
+   c:\tadds\tr0, #4
+   e:\tvfma.f32\ts15, s4, s5
+  12:\tvfma.f32\ts14, s4, s5
+  16:\tbne.n\t4 <policy_dense+0x4>
+  18:\tvadd.f32\ts14, s14, s15
+  1c:\tbne.n\t2 <policy_dense+0x2>
+  1e:\tpop\t{r4, pc}
+
+00000020 <policy_forward>:
+"""
+    cpm, detail = dense_loop_cycles_per_mac(text)
+    # inner loop 0x4..0x16: vldr 2 + vldr 1 + adds 1 + 2 x vfma 3 + branch 3 = 13 cycles for 2 MACs
+    assert cpm == pytest.approx(6.5) and "2 MACs" in detail
+    with pytest.raises(ValueError, match="no multiply-accumulate loop"):
+        dense_loop_cycles_per_mac("00000000 <policy_dense>:\n   0:\tbx\tlr\n")
