@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from dds_helpers import Peer, peer_env, spin_until, use_domain
+from dds_helpers import GUARD_S, Peer, peer_env, spin_until, use_domain
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
@@ -131,3 +131,35 @@ def test_cli_help_and_bad_arguments(tmp_path):
     assert out.returncode == 2 and "--all or at least one --topic" in out.stderr
     out = run(str(tmp_path / "x"), "--topic", "/odom")
     assert out.returncode == 2 and "NAME:TYPE" in out.stderr
+
+
+def test_cli_records_all_topics_until_interrupted(monkeypatch, tmp_path):
+    import signal
+
+    domain = use_domain(monkeypatch)
+    bag = tmp_path / "cli_bag"
+    with Peer(domain, "talk", "/cf1") as peer:
+        peer.expect("READY")
+        proc = subprocess.Popen([sys.executable, "-m", "robot_hrl.recording", str(bag), "--all", "--domain-id",
+                                 str(domain)], env=peer_env(domain), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        import threading
+
+        guard = threading.Timer(GUARD_S, proc.kill)  # a hang guard, not a measurement
+        guard.start()
+        try:
+            for line in proc.stdout:  # the recorder says when it has found and subscribed the topic
+                if line.startswith("recording /cf1/chatter"):
+                    break
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            guard.cancel()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, out
+    assert f"wrote {bag}" in out
+    with Reader(bag) as reader:
+        assert [c.topic for c in reader.connections] == ["/cf1/chatter"]
+        assert all(TYPESTORE.deserialize_cdr(raw, c.msgtype).data.startswith("/cf1 ")
+                   for c, _, raw in reader.messages())
