@@ -2,6 +2,7 @@
 
 # No `from __future__ import annotations`: cyclonedds resolves the field types at runtime.
 
+import logging
 from dataclasses import dataclass, field
 
 import cyclonedds.idl.types as t
@@ -59,9 +60,13 @@ class _Uint8SequenceAsBytes(BytesMachine):
 def _decode_as_bytes(cls, field: str) -> None:
     idl = cls.__idl__
     idl.populate()
-    for machine in (idl.v1_machine, idl.v2_machine):
-        if not isinstance(machine, StructMachine) or field not in machine.members_machines:
-            raise RuntimeError(f"cyclonedds changed its internals: cannot speed up {cls.__name__}.{field}")
+    machines = (idl.v1_machine, idl.v2_machine)
+    if not all(isinstance(m, StructMachine) and field in m.members_machines for m in machines):
+        # another cyclonedds version: keep its (slower, list of ints) decoding, still correct
+        logging.getLogger(__name__).warning("cyclonedds internals differ: %s.%s decodes as a list of ints",
+                                            cls.__name__, field)
+        return
+    for machine in machines:
         machine.members_machines[field] = _Uint8SequenceAsBytes()
     cls._bytes_fields = (*getattr(cls, "_bytes_fields", ()), field)
 
