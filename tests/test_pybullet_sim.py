@@ -170,6 +170,13 @@ def test_randomization_samples_the_airframe_per_reset():
         RandomizationCfg(action_latency_steps=(0, -1))
 
 
+def test_gui_without_a_display_is_refused(monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    with pytest.raises(RuntimeError, match="needs a display"):
+        PyBulletQuadrotorSim(gui=True)
+
+
 def test_bad_inputs_give_clear_errors(sim, tmp_path):
     with pytest.raises(ValueError, match="integer multiple"):
         PyBulletQuadrotorSim(physics_hz=250, control_hz=100)

@@ -172,6 +172,9 @@ class PyBulletQuadrotorSim:
         self._rng = np.random.default_rng(seed)
 
         if gui:
+            if os.name == "posix" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+                raise RuntimeError("gui=True needs a display (DISPLAY is not set); run headless (gui=False) "
+                                   "or under a desktop session / X forwarding")
             self._bullet = bullet_client.BulletClient(connection_mode=pybullet.GUI)
         else:
             with _quiet_stdout():
@@ -262,7 +265,8 @@ class PyBulletQuadrotorSim:
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:
-            self.close()
+            if hasattr(self, "_bullet"):
+                self.close()
         except Exception:
             pass
 
