@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from robot_hrl.msgs import String
+from robot_hrl.transport.interface import COMMAND_QOS
 from test_e2e_support import HOVER_TASK, GraphRun
 
 pytestmark = pytest.mark.slow
@@ -40,10 +42,13 @@ def test_planner_killed_mid_flight_skill_holds_then_lands_and_reports(tmp_path):
 
 
 def test_odometry_stops_skill_holds_then_lands_and_reports(tmp_path):
-    # The sim's fault injection stops /odom at t = 8 s (sim time); physics and /clock go on.
-    with GraphRun(tmp_path, params={"sim_node": {"odom_dropout_at_s": 8.0}}) as run:
+    # The sim's fault injection stops /odom once the robot hovers; physics and /clock go on.
+    with GraphRun(tmp_path) as run:
         run.send_task(HOVER_TASK)
         run.wait_for("the robot hovering at 1 m", run.hovering)
+        fault = run.node.create_publisher(String, "/sim/inject_fault", COMMAND_QOS)
+        run.wait_for("the sim listening for faults", lambda: fault.get_subscription_count() > 0)
+        fault.publish(String(data="odom_stop"))
         run.wait_for("the skill node landed", run.skill_state_is("landed"))
         states = run.seen.skill_states()
         i = states.index("reached")

@@ -7,7 +7,9 @@ Topics (relative to the node's namespace):
 - out ``/odom`` nav_msgs/Odometry (best effort; pose in ``odom``, twist in ``base_link``).
 - out ``/clock`` rosgraph_msgs/Clock: the simulation time, when ``use_sim_time`` is set.
 - out ``/camera/image_raw`` sensor_msgs/Image (rgb8), when ``camera`` is set, at ``camera_rate_hz``.
-- out ``/diagnostics``: collisions (with what, when), sim time, real-time factor.
+- out ``/diagnostics``: collisions (with what, when), ground-truth position, sim time, real-time factor.
+- in  ``/sim/inject_fault`` std_msgs/String: ``odom_stop`` / ``odom_resume`` (fault drills and
+  tests; the parameter ``odom_dropout_at_s`` does the same at a given sim time).
 
 Time. Without ``use_sim_time`` the sim paces itself to wall time (``real_time_factor``).
 With it, the sim owns the clock: it publishes ``/odom`` then ``/clock`` for each control period
@@ -86,6 +88,10 @@ class SimNode:
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.image_pub = node.create_publisher(Image, "/camera/image_raw", SENSOR_QOS) if p["camera"] else None
         self.node.create_subscription(WrenchStamped, "/cmd_wrench", self._on_wrench, COMMAND_QOS)
+        from robot_hrl.msgs import String
+
+        self.node.create_subscription(String, "/sim/inject_fault", self._on_fault, COMMAND_QOS)
+        self._odom_stopped = False
         self._next_camera_s = 0.0
         self._next_diag_s = 0.0
         self.bad_commands = 0
@@ -101,14 +107,26 @@ class SimNode:
             self._commands += 1
         self._new_command.set()
 
+    def _on_fault(self, msg) -> None:
+        """Fault injection for tests and drills: ``odom_stop`` / ``odom_resume``."""
+        command = msg.data.strip()
+        if command not in ("odom_stop", "odom_resume"):
+            self.node.get_logger().error(f"unknown fault {command!r} on /sim/inject_fault; use odom_stop or odom_resume")
+            return
+        self._odom_stopped = command == "odom_stop"
+        self.node.get_logger().warning(f"fault injection: {command} at t={self.sim_time():.2f} s")
+
+    def _odom_dropped(self, t: float) -> bool:
+        dropout = float(self.p["odom_dropout_at_s"])
+        return self._odom_stopped or 0.0 <= dropout <= t
+
     # ---- outputs ------------------------------------------------------------------------------
     def sim_time(self) -> float:
         return float(self.sim.time_s)
 
     def publish_state(self) -> None:
         t = self.sim_time()
-        dropout = float(self.p["odom_dropout_at_s"])
-        if not (0.0 <= dropout <= t):
+        if not self._odom_dropped(t):
             state = self.sim.state()
             state.stamp_s = t
             self.odom_pub.publish(odometry_from_state(state, frame_id="odom", child_frame_id="base_link"))
@@ -135,7 +153,7 @@ class SimNode:
             level = max(level, WARN)
         values = {"sim_time_s": t, "steps": self.steps, "collisions": len(self.collisions),
                   "real_time_factor": (t / wall) if wall > 0 else 0.0, "non_finite_commands": self.bad_commands,
-                  "odom": "stopped (fault injection)" if 0.0 <= float(self.p["odom_dropout_at_s"]) <= t else "ok",
+                  "odom": "stopped (fault injection)" if self._odom_dropped(t) else "ok",
                   "true_position": [round(float(v), 3) for v in self.sim.state().position_w],
                   "motor_rpm_mean": float(np.mean(self.sim.motor_rpm))}
         if self.collisions:
