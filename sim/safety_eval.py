@@ -6,6 +6,8 @@ Policies (``--policy``):
 * ``adversary``: an aggressive cascaded controller that drives at a point outside the fence,
   below the floor, above the ceiling, or inside an obstacle (chosen per episode), with tilt up
   to 60 deg and full thrust;
+* ``pd``: a nominal, well-behaved cascaded PD controller flying to goals within the subgoal
+  radius (the shield's intervention rate in nominal flight);
 * ``trained``: the shipped ONNX policy (robot_hrl.runtime), with and without the shield.
 
 Each environment carries its own single-sample :class:`robot_hrl.safety.Shield` (the runtime
@@ -66,6 +68,8 @@ class EvalResult:
     episodes_with_violation: int = 0
     intervention_ticks: int = 0
     mode_ticks: dict = field(default_factory=dict)
+    by_constraint: dict = field(default_factory=dict)
+    """Intervention records per 'unit.constraint'."""
     successes: int = 0
     shield_seconds: float = 0.0
     """Wall time spent inside Shield.step (all environments)."""
@@ -82,10 +86,13 @@ class EvalResult:
             f"collisions={self.collisions} episodes_with_violation={self.episodes_with_violation} "
             f"intervention_rate={rate:.4f}"
         )
-        if self.policy == "trained":
+        if self.policy in ("trained", "pd"):
             s += f" success_rate={self.successes / max(self.episodes, 1):.4f}"
         if self.mode_ticks:
             s += " modes=" + ",".join(f"{k}:{v}" for k, v in self.mode_ticks.items())
+        if self.by_constraint:
+            top = sorted(self.by_constraint.items(), key=lambda kv: -kv[1])[:6]
+            s += " records=" + ",".join(f"{k}:{v}" for k, v in top)
         if self.shielded and self.ticks:
             s += f" shield_us_per_tick={self.shield_seconds / self.ticks * 1e6:.1f}"
         return s
@@ -233,11 +240,14 @@ def run(
     if policy == "adversary":
         targets = torch.tensor(adversary_targets(world, episodes, rng), dtype=torch.float32)
     elif policy == "trained":
-        onnx, goals = _trained_setup(onnx_path, robot, world, starts, rng, subgoal_radius_m, shields)
-        env.goal_w[:] = torch.tensor(goals, dtype=torch.float32)
+        onnx = _load_onnx(onnx_path, robot)
+        env.goal_w[:] = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
         applied = np.zeros((episodes, 4))
+    elif policy == "pd":
+        env.goal_w[:] = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
+        pd = Shield(config, robot, world, subgoal_radius_m)
     elif policy != "random":
-        raise ValueError(f"unknown policy {policy!r}; choose random, adversary or trained")
+        raise ValueError(f"unknown policy {policy!r}; choose random, adversary, pd or trained")
     checker = ViolationChecker(world, robot, env)
     result = EvalResult(policy=policy, shielded=shielded, episodes=episodes)
     violated = torch.zeros(episodes, dtype=torch.bool)
@@ -245,6 +255,7 @@ def run(
     dt = env.step_dt
     landing = torch.zeros(episodes, dtype=torch.bool)
     mode_ticks: dict[str, int] = {}
+    by_constraint = result.by_constraint
     bar = None
     if progress:
         from tqdm import tqdm
@@ -256,6 +267,8 @@ def run(
             actions = torch.rand((episodes, 4)) * 2.0 - 1.0
         elif policy == "adversary":
             actions = adversary_actions(env, targets)
+        elif policy == "pd":
+            actions = torch.tensor(_pd_actions(pd, env), dtype=torch.float32)
         else:
             actions = torch.tensor(_trained_actions(onnx, env, applied), dtype=torch.float32)
         if shielded:
@@ -273,6 +286,9 @@ def run(
                 out[i] = o.actions
                 if o.interventions:
                     result.intervention_ticks += 1
+                    for rec in o.interventions:
+                        key = f"{rec.unit}.{rec.constraint}"
+                        by_constraint[key] = by_constraint.get(key, 0) + 1
                 mode_ticks[o.mode] = mode_ticks.get(o.mode, 0) + 1
                 if o.mode in ("backup_land", "motors_off"):
                     landing[i] = True
@@ -291,7 +307,7 @@ def run(
             bar.update(1)
     if bar is not None:
         bar.close()
-    if policy == "trained":
+    if policy in ("trained", "pd"):
         err = torch.linalg.vector_norm(env.position_w - env.goal_w, dim=-1)
         speed = torch.linalg.vector_norm(env.linear_velocity_w, dim=-1)
         ok = (err < env.cfg.success.position_tolerance_m) & (speed < env.cfg.success.speed_tolerance_mps) & ~violated
@@ -301,14 +317,17 @@ def run(
     return result
 
 
-def _trained_setup(onnx_path, robot, world, starts, rng, subgoal_radius_m, shields):
-    """The shipped ONNX policy, and one goal per episode within the subgoal radius of its start,
-    in free space (already satisfying the subgoal shield, so both runs fly to the same goal)."""
+def _load_onnx(onnx_path, robot):
     from robot_hrl.runtime.policy import OnnxPolicy
 
     path = Path(onnx_path) if onnx_path is not None else REPO_ROOT / "models" / "crazyflie_goto.onnx"
-    onnx = OnnxPolicy(path, robot=robot, provider="cpu")
-    probe = Shield.from_yaml(None, robot, world, subgoal_radius_m)
+    return OnnxPolicy(path, robot=robot, provider="cpu")
+
+
+def sample_goals(robot, world, starts: np.ndarray, rng: np.random.Generator, subgoal_radius_m: float) -> np.ndarray:
+    """One goal per episode, uniform in the subgoal-radius ball around its start, in free space
+    (already satisfying the subgoal shield, so shielded and unshielded runs fly to the same goals)."""
+    probe = Shield(load_shield_config(), robot, world, subgoal_radius_m)
     goals = np.empty_like(starts)
     for i, p in enumerate(starts):
         while True:
@@ -317,7 +336,25 @@ def _trained_setup(onnx_path, robot, world, starts, rng, subgoal_radius_m, shiel
             if probe.subgoal.satisfied(list(g), list(p)):
                 goals[i] = g
                 break
-    return onnx, goals
+    return goals
+
+
+def _pd_actions(shield: Shield, env) -> np.ndarray:
+    """A nominal, well-behaved controller (the backup's cascaded PD, flying to the goal): the
+    reference for the shield's intervention rate in nominal flight."""
+    from robot_hrl.safety.model import rotation_from_quat
+
+    pos = env.position_w.double().numpy()
+    vel = env.linear_velocity_w.double().numpy()
+    quat = env.quat_wxyz.double().numpy()
+    omega = env.angular_velocity_b.double().numpy()
+    goal = env.goal_w.double().numpy()
+    m = shield.model
+    out = np.empty((len(pos), 4))
+    for i in range(len(pos)):
+        w = shield.backup.command(pos[i].tolist(), vel[i].tolist(), rotation_from_quat(*quat[i].tolist()), omega[i].tolist(), goal[i].tolist())
+        out[i] = [m.wrench_to_action(j, w[j]) for j in range(4)]
+    return out
 
 
 def _trained_actions(onnx, env, applied: np.ndarray) -> np.ndarray:
@@ -343,8 +380,8 @@ def main(argv=None) -> int:
         "batched episodes, violations counted on the true state against the world file."
     )
     parser.add_argument(
-        "--policy", choices=("random", "adversary", "trained"), default="random",
-        help="the policy the shield guards (trained: models/crazyflie_goto.onnx, or --onnx)",
+        "--policy", choices=("random", "adversary", "pd", "trained"), default="random",
+        help="the policy the shield guards (pd: a nominal cascaded PD flying to goals; trained: models/crazyflie_goto.onnx, or --onnx)",
     )
     parser.add_argument("--onnx", default=None, help="ONNX policy for --policy trained")
     parser.add_argument("--episodes", type=int, default=1000, help="batched episodes (one env each)")

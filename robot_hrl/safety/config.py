@@ -60,6 +60,7 @@ class LimitsCfg(BaseModel):
     attitude_horizon_s: float = Field(gt=0.0, le=1.0)
     max_roll_pitch_rate_dps: float = Field(gt=0.0)
     max_yaw_rate_dps: float = Field(gt=0.0)
+    body_rate_horizon_s: float = Field(gt=0.0, le=1.0)
     max_speed_mps: float = Field(gt=0.0)
     speed_horizon_s: float = Field(ge=0.0, le=1.0)
     min_thrust_n: float = Field(ge=0.0)

@@ -7,8 +7,8 @@ In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
    mapping itself; that is not counted as an intervention.)
 2. ``actuator_slew``: each normalized action moves at most ``max_action_slew_per_s * dt`` from
    the previous output.
-3. ``body_rate``: per axis, the rate predicted after the torque acts for one tick plus the
-   motor time constant, ``w + h tau / J``, stays within the rate limits (a box on tau).
+3. ``body_rate``: per axis, the rate predicted after the torque acts for
+   ``body_rate_horizon_s``, ``w + h tau / J``, stays within the rate limits (a box on tau).
 4. ``attitude``: the tilt rate after the torque acts for ``attitude_horizon_s`` must be one
    the robot can stop (motor lag, then half its torque authority) before ``max_tilt_deg``
    (a half-plane on (tau_x, tau_y)); the torque is projected onto it.
@@ -46,7 +46,7 @@ class LimitsUnit(ShieldUnit):
         self.slew = tuple(lim.max_action_slew_per_s * model.dt * hs for hs in model.half_span)
         rp = math.radians(lim.max_roll_pitch_rate_dps)
         self.max_rate = (rp, rp, math.radians(lim.max_yaw_rate_dps))
-        self.rate_h = model.dt + model.motor_tau
+        self.rate_h = lim.body_rate_horizon_s
         self.max_tilt = math.radians(lim.max_tilt_deg)
         self.att_h = lim.attitude_horizon_s
         self.tilt_lag = model.tilt_lag
