@@ -282,15 +282,17 @@ class GotoEnv(VecEnv):
         pos[:, :2] = (2.0 * rand(n, 2) - 1.0) * cmd.spawn_xy_half_extent_m
         lo, hi = cmd.spawn_height_range_m
         pos[:, 2] = lo + (hi - lo) * rand(n)
+        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
+        start_scale = curriculum_terms.ramp(self.cfg.curriculum.initial_state_scale, progress)
         # attitude: random yaw, then a tilt of random size about a random horizontal axis
         yaw = (2.0 * rand(n) - 1.0) * math.pi
         q_yaw = torch.stack((torch.cos(yaw / 2), torch.zeros_like(yaw), torch.zeros_like(yaw), torch.sin(yaw / 2)), dim=-1)
         axis_angle = 2.0 * math.pi * rand(n)
-        tilt = cmd.max_initial_tilt_rad * rand(n)
+        tilt = cmd.max_initial_tilt_rad * start_scale * rand(n)
         rotvec = torch.stack((torch.cos(axis_angle), torch.sin(axis_angle), torch.zeros_like(tilt)), dim=-1) * tilt.unsqueeze(-1)
         quat = quat_mul(quat_from_rotvec(rotvec), q_yaw)
-        vel = _random_unit(n, g, dev) * (cmd.max_initial_speed_mps * rand(n, 1))
-        omega = (2.0 * rand(n, 3) - 1.0) * cmd.max_initial_body_rate_radps
+        vel = _random_unit(n, g, dev) * (cmd.max_initial_speed_mps * start_scale * rand(n, 1))
+        omega = (2.0 * rand(n, 3) - 1.0) * (cmd.max_initial_body_rate_radps * start_scale)
         radius = cmd.subgoal_radius_m * rand(n, 1).pow(1.0 / 3.0)
         goal = pos + _random_unit(n, g, dev) * radius
         goal[:, 2] = goal[:, 2].clamp(min=cmd.min_goal_height_m)

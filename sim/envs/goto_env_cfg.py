@@ -121,8 +121,10 @@ class CurriculumCfg:
 
     enabled: bool = True
     """False: every ramp sits at its final value from the start (use for evaluation)."""
-    ramp_steps: int = 3000
+    ramp_steps: int = 6000
     """Control steps (per environment) over which the ramps go from start to end."""
+    initial_state_scale: tuple[float, float] = (0.3, 1.0)
+    """Multiplies the initial tilt, speed and body rate (easy starts first)."""
     disturbance_scale: tuple[float, float] = (0.0, 1.0)
     """Multiplies the disturbance force and torque."""
     action_rate_weight_scale: tuple[float, float] = (0.2, 1.0)

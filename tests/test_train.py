@@ -1,0 +1,154 @@
+"""sim/train.py end to end (tiny runs), load_run, determinism, evaluation and bad inputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from rsl_rl.runners import OnPolicyRunner
+
+from robot_hrl.errors import ConfigError
+from sim.agents import ppo_goto_cfg
+from sim.evaluation import evaluate, policy_act_fn
+from sim.runs import load_run, read_run_config
+from sim.tasks import make_env
+from sim.train import main
+
+TINY = ["--num-envs", "32", "--max-iterations", "2", "--eval-episodes", "8", "--no-progress", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("runs") / "tiny"
+    assert main([*TINY, "--run-dir", str(run_dir)]) == 0
+    return run_dir
+
+
+def test_train_writes_a_complete_run_dir(tiny_run):
+    config = read_run_config(tiny_run)
+    for key in ("task", "env_cfg", "agent_cfg", "seed", "device", "num_envs", "command", "git_commit"):
+        assert key in config
+    assert config["task"] == "crazyflie-goto" and config["num_envs"] == 32 and config["seed"] == 3
+    assert config["command"].startswith("python sim/train.py") and "--num-envs 32" in config["command"]
+    assert sorted(p.name for p in tiny_run.glob("model_*.pt")) == ["model_0.pt", "model_1.pt"]
+    assert list(tiny_run.glob("events.out.tfevents.*"))
+    result = json.loads((tiny_run / "eval.json").read_text())
+    for key in ("success_rate", "mean_final_position_error_m", "crash_rate", "train_wall_time_s", "env_steps", "rms_tracking_error_m"):
+        assert key in result
+    assert result["env_steps"] == 2 * ppo_goto_cfg()["num_steps_per_env"] * 32
+    assert result["num_episodes"] == 8 and 0.0 <= result["success_rate"] <= 1.0
+    assert set(result["time_breakdown_s"]) >= {"simulation_s", "inference_s", "ppo_update_s"}
+
+
+def test_load_run_rebuilds_env_and_policy(tiny_run):
+    env, runner = load_run(tiny_run)
+    assert env.num_envs == 1
+    policy = runner.get_inference_policy()
+    actions = policy(env.get_observations())
+    assert actions.shape == (1, 4)
+    assert hasattr(runner.alg.get_policy(), "obs_normalizer")
+    env0, runner0 = load_run(tiny_run, checkpoint="model_0.pt")
+    a0 = runner0.get_inference_policy()(env.get_observations())
+    assert not torch.equal(a0, actions)
+
+
+def test_same_seed_same_result(tiny_run, tmp_path):
+    again = tmp_path / "again"
+    assert main([*TINY, "--run-dir", str(again)]) == 0
+    a = torch.load(tiny_run / "model_1.pt", weights_only=False)["actor_state_dict"]
+    b = torch.load(again / "model_1.pt", weights_only=False)["actor_state_dict"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    ea, eb = (json.loads((d / "eval.json").read_text()) for d in (tiny_run, again))
+    assert ea["mean_final_position_error_m"] == eb["mean_final_position_error_m"]
+
+
+def test_resume_continues_from_the_checkpoint(tiny_run, tmp_path):
+    out = tmp_path / "resumed"
+    assert main([*TINY[:2], "--max-iterations", "1", "--eval-episodes", "4", "--no-progress", "--run-dir", str(out), "--resume", str(tiny_run)]) == 0
+    assert (out / "model_2.pt").is_file()
+
+
+def test_short_training_improves_the_return():
+    torch.manual_seed(0)
+    cfg = {"randomization": {"enabled": False}}
+    env = make_env("crazyflie-goto", num_envs=128, cfg=cfg, seed=0)
+    runner = OnPolicyRunner(env, ppo_goto_cfg(), log_dir=None, device="cpu")
+    returns: list[float] = []  # undiscounted returns of finished episodes, in order
+    running = torch.zeros(env.num_envs)
+    obs = env.get_observations()
+    for _ in range(10):
+        with torch.inference_mode():
+            for _ in range(runner.cfg["num_steps_per_env"]):
+                actions = runner.alg.act(obs)
+                obs, rew, dones, extras = env.step(actions)
+                runner.alg.process_env_step(obs, rew, dones, extras)
+                running += rew
+                done = dones.bool()
+                returns += running[done].tolist()
+                running[done] = 0.0
+            runner.alg.compute_returns(obs)
+        runner.alg.update()
+    first, last = returns[:128], returns[-128:]
+    assert len(returns) > 256
+    assert sum(last) / len(last) > sum(first) / len(first) + 5.0, (sum(first) / 128, sum(last) / 128)
+
+
+def test_evaluate_counts_whole_episodes():
+    cfg = {"randomization": {"enabled": False}, "command": {"episode_length_s": 0.2}}
+    env = make_env("crazyflie-goto", num_envs=4, cfg=cfg, seed=0)
+    result = evaluate(env, lambda o: torch.zeros(o.shape[0], 4), num_episodes=10)
+    assert result["num_episodes"] == 10
+    assert 0.0 <= result["crash_rate"] <= 1.0 and result["rms_tracking_error_m"] > 0
+    with pytest.raises(ConfigError, match="num_episodes"):
+        evaluate(env, lambda o: torch.zeros(o.shape[0], 4), num_episodes=0)
+
+
+def test_policy_act_fn_wraps_an_rsl_rl_actor():
+    env = make_env("crazyflie-goto", num_envs=2, seed=0)
+    runner = OnPolicyRunner(env, ppo_goto_cfg(), log_dir=None, device="cpu")
+    act = policy_act_fn(runner.get_inference_policy())
+    assert act(env.get_observations()["policy"]).shape == (2, 4)
+
+
+# ---- bad inputs ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--num-envs", "0"], "--num-envs"),
+        (["--max-iterations", "0"], "--max-iterations"),
+        (["--target-success", "1.5"], "--target-success"),
+        (["--threads", "0"], "--threads"),
+        (["--env-cfg", "{not json"], "--env-cfg"),
+        (["--env-cfg", '{"physics": {"warp": 9}}'], "unknown key"),
+        (["--agent-cfg", "[1, 2]"], "JSON object"),
+        (["--distributed"], "torchrun"),
+        (["--task", "crazyflie-backflip"], "crazyflie-goto"),
+    ],
+)
+def test_bad_arguments_give_clear_errors(args, match, tmp_path, capsys):
+    rc = main([*args, "--run-dir", str(tmp_path / "r"), "--no-progress"])
+    assert rc == 2
+    assert match in capsys.readouterr().err
+
+
+def test_resume_from_nothing(tmp_path, capsys):
+    assert main([*TINY, "--run-dir", str(tmp_path / "r"), "--resume", str(tmp_path / "missing.pt")]) == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+def test_load_run_refuses_a_non_run_dir(tmp_path):
+    with pytest.raises(ConfigError, match="run_config.json"):
+        load_run(tmp_path)
+    (tmp_path / "run_config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="lacks"):
+        load_run(tmp_path)
+
+
+def test_help_runs_from_the_repo_root(repo_root):
+    out = subprocess.run([sys.executable, "sim/train.py", "--help"], cwd=repo_root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0
+    for flag in ("--task", "--num-envs", "--device", "--max-iterations", "--seed", "--run-dir", "--resume", "--target-success", "--distributed"):
+        assert flag in out.stdout
