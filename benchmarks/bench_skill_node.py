@@ -72,7 +72,7 @@ def feeder(domain: int) -> int:
 
 
 # ---- 1. the fixed-rate loop ----------------------------------------------------------------------
-def bench_loop(rate_hz: float, ticks: int, domain: int) -> dict:
+def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0) -> dict:
     _join_domain(domain)
     from robot_hrl.nodes.skill_node import SkillNode
     from robot_hrl.robots import CRAZYFLIE_2X
@@ -83,7 +83,8 @@ def bench_loop(rate_hz: float, ticks: int, domain: int) -> dict:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         node = create_node("skill_node", parameters={"world": WORLD, "control_rate_hz": float(rate_hz),
-                                                     "use_sim_time": False, "diagnostics_rate_hz": 1.0},
+                                                     "use_sim_time": False, "diagnostics_rate_hz": 1.0,
+                                                     "realtime_priority": priority},
                            backend="cyclonedds", domain_id=domain)
         policy = OnnxPolicy(ROOT / MODEL, CRAZYFLIE_2X, provider="cpu", control_rate_hz=None)
         skill = SkillNode(node, policy=policy)
@@ -107,6 +108,7 @@ def bench_loop(rate_hz: float, ticks: int, domain: int) -> dict:
         runner.join(5)
         node.shutdown()
         stats["mode_at_end"] = skill.core.last_mode
+        stats["realtime_priority"] = priority
         return stats
     finally:
         proc.kill()
@@ -187,6 +189,8 @@ def main() -> int:
     parser.add_argument("--ticks", type=int, default=10_000, help="ticks measured per rate")
     parser.add_argument("--rates", type=float, nargs="+", default=[100.0, 500.0])
     parser.add_argument("--samples", type=int, default=5000, help="latency samples")
+    parser.add_argument("--priorities", type=int, nargs="+", default=[0, 50],
+                        help="skill node realtime_priority values to measure (0 = normal scheduling)")
     parser.add_argument("--no-demo", action="store_true")
     parser.add_argument("--domain-id", type=int, default=221)
     parser.add_argument("--feeder", type=int, default=None, help=argparse.SUPPRESS)
@@ -195,10 +199,10 @@ def main() -> int:
         return feeder(args.feeder)
     os.chdir(ROOT)
     out = {"machine": f"{os.cpu_count()} CPUs", "python": sys.version.split()[0]}
-    for rate in args.rates:
-        s = bench_loop(rate, args.ticks, args.domain_id)
-        out[f"loop_{rate:g}hz"] = s
-        print(f"skill loop {rate:g} Hz: {s['ticks']} ticks, tick p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms, "
+    for rate, prio in [(r, p) for p in args.priorities for r in args.rates]:
+        s = bench_loop(rate, args.ticks, args.domain_id, prio)
+        out[f"loop_{rate:g}hz_prio{prio}"] = s
+        print(f"skill loop {rate:g} Hz, {'SCHED_FIFO ' + str(prio) if prio else 'normal priority'}: {s['ticks']} ticks, tick p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms, "
               f"max {s['max_ms']:.2f} ms, misses {s['misses']} ({s['misses_per_10k']:.1f} per 10,000), "
               f"start lateness p99 {s['late_p99_ms']:.3f} ms", flush=True)
     lat = bench_latency(args.samples, args.domain_id + 1)

@@ -178,9 +178,9 @@ class Launcher:
         from robot_hrl.transport.interface import COMMAND_QOS
 
         self._apply_env()
-        use_sim = graph.as_bool(self.args["use_sim"])
+        # Its own clock is not used (times come from the message stamps): no /clock subscription.
         node = create_node("launch_monitor", namespace=self.args["namespace"],
-                           parameters={"use_sim_time": use_sim}, backend="cyclonedds", domain_id=self.domain_id)
+                           parameters={"use_sim_time": False}, backend="cyclonedds", domain_id=self.domain_id)
         self.node = node
         m = self.monitor
 
@@ -285,7 +285,7 @@ class Launcher:
         result = RunResult(
             success=success, reason=reason,
             goals_reached=reached, goals_total=total,
-            wall_time_s=round(wall, 3), sim_time_s=round(snap["sim_time_s"], 3),
+            wall_time_s=round(wall, 3), sim_time_s=round(snap["elapsed_stamp_s"], 3),
             interventions=snap["interventions"], violations=len(self.monitor.violations),
             violation_events=[v.__dict__ for v in self.monitor.violations], collisions=snap["collisions"],
             deadline=snap["deadline"], errors=snap["errors"],

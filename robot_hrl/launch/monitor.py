@@ -45,6 +45,8 @@ class RunMonitor:
     errors: list[str] = field(default_factory=list)
     messages: dict[str, int] = field(default_factory=dict)
     sim_time_s: float = 0.0
+    """The latest stamp seen (sim time with use_sim_time, else wall-clock epoch seconds)."""
+    first_stamp_s: float | None = None
     path_period_s: float = 0.05
     _outside: bool = False
     _inside_box: str | None = None
@@ -58,6 +60,8 @@ class RunMonitor:
         p = [float(v) for v in position]
         with self.lock:
             self.sim_time_s = max(self.sim_time_s, t)
+            if self.first_stamp_s is None:
+                self.first_stamp_s = t
             if not self.path or t - self.path[-1][0] >= self.path_period_s:
                 self.path.append((t, *p))
             if not all(math.isfinite(v) for v in p):
@@ -91,6 +95,8 @@ class RunMonitor:
 
     def on_diagnostic(self, name: str, level: int, message: str, values: dict[str, str], t: float) -> None:
         with self.lock:
+            if name.startswith("sim_node"):
+                self.sim_time_s = max(self.sim_time_s, t)
             if name.endswith(": shield"):
                 self.shield = dict(values, message=message, level=str(level))
             elif name.endswith("interventions"):
@@ -123,6 +129,7 @@ class RunMonitor:
                 "planner": dict(self.planner), "skill": dict(self.skill), "shield": dict(self.shield),
                 "deadline": dict(self.deadline), "interventions": dict(self.interventions),
                 "violations": len(self.violations), "collisions": self.collisions, "sim_time_s": self.sim_time_s,
+                "elapsed_stamp_s": self.sim_time_s - (self.first_stamp_s or 0.0),
                 "errors": list(self.errors),
             }
 

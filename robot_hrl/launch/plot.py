@@ -37,7 +37,7 @@ def plot_flight(world: World, path: Sequence[tuple[float, float, float, float]],
         ax.plot([p[1] for p in path], [p[2] for p in path], "-", color="tab:blue", lw=1.5, label="flown")
         ax.plot(path[0][1], path[0][2], "o", color="tab:green", label="start")
         ax.plot(path[-1][1], path[-1][2], "s", color="tab:red", label="end")
-        az.plot([p[0] for p in path], [p[3] for p in path], color="tab:blue")
+        az.plot([p[0] - path[0][0] for p in path], [p[3] for p in path], color="tab:blue")
     ax.set_xlim(lo[0] - 0.2, hi[0] + 0.2)
     ax.set_ylim(lo[1] - 0.2, hi[1] + 0.2)
     ax.set_aspect("equal")

@@ -27,6 +27,7 @@ so the node follows a simulator running faster than real time.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time
@@ -289,7 +290,7 @@ class SkillNode:
             ("robot", "crazyflie_2x"), ("world", "models/worlds/demo.yaml"), ("model", "models/crazyflie_goto.onnx"),
             ("provider", "auto"), ("control_rate_hz", 0.0), ("shield_config", ""), ("reached_radius_m", 0.15),
             ("reached_speed_mps", 0.3), ("blocked_after_s", 3.0), ("status_rate_hz", 10.0),
-            ("diagnostics_rate_hz", 2.0), ("use_sim_time", False),
+            ("diagnostics_rate_hz", 2.0), ("use_sim_time", False), ("realtime_priority", 0),
         )}
         self.p = p
         from robot_hrl.nodes.resources import resolve_resource
@@ -299,6 +300,8 @@ class SkillNode:
         for key in ("status_rate_hz", "diagnostics_rate_hz"):
             if not float(p[key]) > 0:
                 raise ConfigError(f"skill_node: {key}={p[key]!r} must be > 0")
+        if not 0 <= int(p["realtime_priority"]) <= 99:
+            raise ConfigError(f"skill_node: realtime_priority={p['realtime_priority']!r}: 0 (off) or 1..99 (SCHED_FIFO)")
         if float(p["control_rate_hz"]) < 0:
             raise ConfigError(f"skill_node: control_rate_hz={p['control_rate_hz']!r} must be >= 0 (0 = the contract's)")
         try:
@@ -430,7 +433,23 @@ class SkillNode:
                                     f"{self.rate_hz:g} Hz", stats))
         self.diag_pub.publish(diag_array(now, statuses))
 
+    def set_realtime_priority(self) -> bool:
+        """SCHED_FIFO for the thread that runs the loop (real time only; needs CAP_SYS_NICE, e.g. root
+        or `ulimit -r`); without the permission a warning, and the loop runs at normal priority."""
+        prio = int(self.p["realtime_priority"])
+        if prio <= 0 or self.use_sim_time:
+            return False
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+        except (OSError, AttributeError) as exc:
+            self.node.get_logger().warning(f"realtime_priority={prio}: SCHED_FIFO refused ({exc}); "
+                                           "running at normal priority")
+            return False
+        self.node.get_logger().info(f"control loop at SCHED_FIFO priority {prio}")
+        return True
+
     def run(self, stop: threading.Event) -> None:
+        self.set_realtime_priority()
         if not self.use_sim_time:
             # Real time: a timer with absolute deadlines on the node's single-threaded executor
             # (callbacks and ticks in one thread: no lock hand-over, no GIL hand-over between them).
