@@ -216,7 +216,7 @@ def main() -> None:
     for mode in modes:
         label = labels[mode]
         print(f"[{mode}] {label}")
-        print(f"  plan, first task in a world (builds the graph), wall: {_stats(cold[mode])}")
+        print(f"  plan, first task in a world,                   wall: {_stats(cold[mode])}")
         print(f"                                                 CPU: {_stats(cold_cpu[mode])}")
         print(f"  plan, next task in the same world,             wall: {_stats(warm[mode])}")
         print(f"                                                 CPU: {_stats(warm_cpu[mode])}")
