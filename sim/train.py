@@ -45,9 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--task", default=DEFAULT_TASK, help="task name: 'crazyflie-goto', or an Isaac Lab task (Isaac-...) when Isaac Lab is installed")
-    p.add_argument("--num-envs", type=int, default=4096, help="parallel environments")
+    p.add_argument("--num-envs", type=int, default=2048, help="parallel environments")
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N")
-    p.add_argument("--max-iterations", type=int, default=300, help="PPO iterations (each: num_steps_per_env x num_envs env steps)")
+    p.add_argument("--max-iterations", type=int, default=1000, help="PPO iterations (each: num_steps_per_env x num_envs env steps)")
     p.add_argument("--seed", type=int, default=0, help="random seed; same seed + same device => same result")
     p.add_argument("--run-dir", default=None, help="output directory (default runs/<task with _>)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR_OR_CHECKPOINT", help="continue from a checkpoint file or the latest checkpoint of a run dir")
@@ -329,9 +329,12 @@ def run(args, argv: list[str] | None = None) -> int:
     def on_iteration(it: int, stats: dict) -> bool:
         if args.target_success is None:
             return False
+        # evaluate every --eval-interval iterations, and more often (every interval / 5) once the
+        # training episodes come within 0.1 of the target
         due = (it + 1) % args.eval_interval == 0
         promising = stats["train_success"] == stats["train_success"] and stats["train_success"] >= args.target_success - 0.1
-        if not (due or promising):
+        often = (it + 1) % max(1, args.eval_interval // 5) == 0
+        if not (due or (promising and often)):
             return False
         result = policy_eval(args.eval_episodes_during_training)
         stats["eval_success"] = result["success_rate"]

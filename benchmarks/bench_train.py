@@ -1,0 +1,66 @@
+#!/usr/bin/env python
+"""Training wall time from scratch until an evaluation reaches the target success rate.
+
+Runs `sim/train.py --target-success 0.95` (PPO, rsl-rl-lib) and prints the wall time, the
+environment steps and where the time went (simulation, policy inference, PPO update,
+evaluations), read back from the run's eval.json.
+
+    python benchmarks/bench_train.py                        # CPU, defaults of sim/train.py
+    python benchmarks/bench_train.py --num-envs 4096 --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--target-success", type=float, default=0.95)
+    p.add_argument("--num-envs", type=int, default=2048)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-iterations", type=int, default=1500)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-interval", type=int, default=25)
+    p.add_argument("--eval-episodes", type=int, default=1000, help="final evaluation episodes")
+    p.add_argument("--run-dir", default=None, help="keep the run here (default: a temporary directory)")
+    args = p.parse_args(argv)
+    from sim.train import main as train_main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(args.run_dir or Path(tmp) / "bench_train")
+        t0 = time.perf_counter()
+        rc = train_main([
+            "--num-envs", str(args.num_envs), "--device", args.device, "--threads", str(args.threads),
+            "--max-iterations", str(args.max_iterations), "--seed", str(args.seed), "--target-success", str(args.target_success),
+            "--eval-interval", str(args.eval_interval), "--eval-episodes", str(args.eval_episodes),
+            "--run-dir", str(run_dir), "--no-progress",
+        ])
+        total = time.perf_counter() - t0
+        if rc != 0:
+            return rc
+        r = json.loads((run_dir / "eval.json").read_text())
+    tb = r["time_breakdown_s"]
+    reached = r["target_reached"]
+    print("\n== bench_train ==")
+    print(f"target success {args.target_success:.2f}: {'reached' if reached else 'NOT reached'} after {r['iterations']} iterations, "
+          f"{r['env_steps']:,} env steps, {r['train_wall_time_s']:.1f} s training wall time "
+          f"({total:.1f} s including start-up and the final evaluation)")
+    print(f"time: simulation {tb['simulation_s']:.1f} s, policy inference + rollout bookkeeping {tb['inference_s']:.1f} s, "
+          f"PPO update {tb['ppo_update_s']:.1f} s, evaluations during training {tb['evaluation_s']:.1f} s, other {tb['other_s']:.1f} s")
+    print(f"final evaluation ({r['num_episodes']} episodes, randomization on): success {r['success_rate']:.3f}, "
+          f"crash {r['crash_rate']:.3f}, mean final position error {r['mean_final_position_error_m']:.3f} m")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
