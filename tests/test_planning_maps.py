@@ -11,8 +11,10 @@ import pytest
 import yaml
 
 from robot_hrl.errors import WorldError
-from robot_hrl.planning import OccupancyMap, SymbolicPlanner, load_map, rasterize_world, save_map
-from robot_hrl.world import World, load_world
+from robot_hrl.errors import PlanningError
+from robot_hrl.planning import OccupancyMap, PlannerConfig, SymbolicPlanner, load_map, rasterize_world, save_map
+from robot_hrl.planning.maps import occupied_rectangles
+from robot_hrl.world import Box, World, load_world
 
 
 def write_map(folder, pixels: np.ndarray, name="m", ext=".pgm", **meta):
@@ -123,6 +125,33 @@ def test_map_obstacles_are_full_height_and_force_a_detour(tmp_path):
     xy = plan.steps[1].path[:, :2]
     assert xy[:, 1].max() > 9.0  # over the wall's top end, not through it
     assert plan.path_length_m > 2.5 + 2 * 7.0
+    assert planner.stats["graph_legs"] == 1  # the map's wall became a box of the visibility graph
+    grid_map = load_map(path)
+    wall = Box(center=(5.0, 4.5, 1.5), size=(1.0, 9.0, 3.0))
+    for a, b in zip(xy[:-1], xy[1:]):
+        for t in np.linspace(0, 1, 200):
+            p = a + (b - a) * t
+            assert not grid_map.occupied_at(p[None])[0]
+            assert wall.distance([p[0], p[1], 1.0]) >= 0.165 - 1e-6
+    grid_only = SymbolicPlanner(world, 1.0, occupancy_map=grid_map, config=PlannerConfig(max_map_boxes=0))
+    plan2 = grid_only.plan("takeoff 2.5; goto 8 2 2.5", (2.0, 2.0, 0.0))
+    assert grid_only.stats["grid_legs"] == 1 and grid_only.stats["graph_legs"] == 0
+    assert plan2.path_length_m == pytest.approx(plan.path_length_m, rel=0.05)
+    with pytest.raises(PlanningError, match="occupied map cell"):
+        planner.plan("takeoff 1; goto 5 5 1", (2.0, 2.0, 0.0))
+
+
+def test_occupied_rectangles_cover_exactly_the_occupied_cells():
+    rng = np.random.default_rng(2)
+    occ = rng.random((40, 50)) < 0.3
+    occ[5:20, 10:30] = True
+    grid = OccupancyMap(occ, 0.1, (0.0, 0.0))
+    rects = occupied_rectangles(grid)
+    cover = np.zeros_like(occ, dtype=int)
+    for r0, r1, c0, c1 in rects:
+        cover[r0:r1, c0:c1] += 1
+    assert np.array_equal(cover, occ.astype(int))  # every occupied cell once, nothing else
+    assert occupied_rectangles(grid, max_count=10) is None
 
 
 def test_map_and_world_must_agree(tmp_path):

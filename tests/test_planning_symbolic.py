@@ -296,6 +296,17 @@ def test_unreachable_goal_is_explained():
         planner.plan("takeoff 1; goto 5 5 1", (1.0, 1.0, 0.0))
 
 
+def test_visit_with_an_unreachable_target_fails_and_drops_nothing():
+    ring = [((5.0, 3.5, 1.5), (3.2, 0.2, 3.0)), ((5.0, 6.5, 1.5), (3.2, 0.2, 3.0)),
+            ((3.5, 5.0, 1.5), (0.2, 3.2, 3.0)), ((6.5, 5.0, 1.5), (0.2, 3.2, 3.0))]
+    planner = SymbolicPlanner(make_world(ring), 1.0)
+    with pytest.raises(PlanningError, match="unreachable"):
+        planner.plan("visit 1,8,1 5,5,1 8,8,1 8,1,1", (1.0, 1.0, 1.0))
+    cost = np.array([[0, 1, np.inf], [1, 0, np.inf], [np.inf, np.inf, 0]], dtype=float)
+    order, best = held_karp_open(cost)
+    assert sorted(order) == [1, 2] and best == math.inf
+
+
 def test_bad_planner_parameters(demo):
     with pytest.raises(PlanningError, match="subgoal_radius_m"):
         SymbolicPlanner(demo, 0.0)

@@ -30,13 +30,16 @@ class _Footprint:
     rows: slice
     cols: slice
     mask: np.ndarray
+    label: str
 
 
 class FlightGrid:
     """Cells of ``resolution`` m over the world's bounds; ``blocked(band)[iy, ix]``, iy = 0 at min y."""
 
     def __init__(self, world: World, resolution: float = 0.05, inflation_m: float = 0.165,
-                 occupancy_map: OccupancyMap | None = None):
+                 occupancy_map: OccupancyMap | None = None, map_boxes: tuple[Box, ...] = ()):
+        """``map_boxes``: the map's occupied cells merged into boxes; when given, they are inflated
+        exactly like the world's boxes instead of rasterizing the map."""
         if not (math.isfinite(resolution) and resolution > 0):
             raise ValueError(f"grid resolution must be positive, got {resolution}")
         if not (math.isfinite(inflation_m) and inflation_m >= 0):
@@ -54,11 +57,17 @@ class FlightGrid:
         fx = (self._xc < x0 + inflation_m) | (self._xc > x1 - inflation_m)
         fy = (self._yc < y0 + inflation_m) | (self._yc > y1 - inflation_m)
         self._static = fy[:, None] | fx[None, :]
+        self._fence = self._static.copy()
         self.occupancy_map = occupancy_map
+        self._map_mask = np.zeros_like(self._static)
         if occupancy_map is not None:
             check_map_matches_world(occupancy_map, world)
-            self._static |= self._inflate_map(occupancy_map)
-        self._footprints = [self._footprint(b) for b in world.solid_boxes()]
+            if not map_boxes:
+                self._map_mask = self._inflate_map(occupancy_map)
+                self._static |= self._map_mask
+        self._footprints = [self._footprint(b, getattr(b, "name", None) or getattr(b, "id"))
+                            for b in world.solid_boxes()]
+        self._footprints += [self._footprint(b, "an occupied map cell") for b in map_boxes]
         self._extra: list[_Footprint] = []
         self._cache: dict[tuple[float, float], np.ndarray] = {}
 
@@ -79,7 +88,7 @@ class FlightGrid:
         return int(np.clip(c[0], 0, self.nx - 1)), int(np.clip(c[1], 0, self.ny - 1))
 
     # -- obstacles -------------------------------------------------------------------------
-    def _footprint(self, box: Box) -> _Footprint:
+    def _footprint(self, box: Box, label: str) -> _Footprint:
         r, res = self.inflation_m, self.resolution
         lo, hi = box.lower[:2] - r, box.upper[:2] + r
         c0 = max(int(math.floor((lo[0] - self.origin[0]) / res)), 0)
@@ -91,7 +100,7 @@ class FlightGrid:
         dx = np.maximum(np.maximum(box.lower[0] - xs, xs - box.upper[0]), 0.0)
         dy = np.maximum(np.maximum(box.lower[1] - ys, ys - box.upper[1]), 0.0)
         mask = (dy[:, None] ** 2 + dx[None, :] ** 2) <= r * r + 1e-12
-        return _Footprint(box, slice(r0, r1), slice(c0, c1), mask)
+        return _Footprint(box, slice(r0, r1), slice(c0, c1), mask, label)
 
     def _inflate_map(self, grid: OccupancyMap) -> np.ndarray:
         xx, yy = np.meshgrid(self._xc, self._yc)
@@ -105,7 +114,7 @@ class FlightGrid:
 
     def add_box(self, box: Box) -> None:
         """An obstacle seen at run time; it blocks every band it meets from now on."""
-        self._extra.append(self._footprint(box))
+        self._extra.append(self._footprint(box, "added obstacle"))
         self._cache.clear()
 
     @property
@@ -129,15 +138,19 @@ class FlightGrid:
         return grid
 
     def blocking_boxes(self, xy, z_lo: float, z_hi: float) -> list[str]:
-        """Names of the boxes whose inflated footprint covers the point's cell in the band."""
+        """What blocks the point's cell in the band: box names, "the fence", "an occupied map cell"."""
         ix, iy = self.cell_index(xy)
         names = []
+        if self._fence[iy, ix]:
+            names.append("the fence")
+        if self._map_mask[iy, ix]:
+            names.append("an occupied map cell")
         r = self.inflation_m
         for fp in (*self._footprints, *self._extra):
             box = fp.box
             if not (box.lower[2] - r <= z_hi and box.upper[2] + r >= z_lo):
                 continue
             if fp.rows.start <= iy < fp.rows.stop and fp.cols.start <= ix < fp.cols.stop:
-                if fp.mask[iy - fp.rows.start, ix - fp.cols.start]:
-                    names.append(getattr(box, "name", None) or getattr(box, "id", None) or "added obstacle")
+                if fp.mask[iy - fp.rows.start, ix - fp.cols.start] and fp.label not in names:
+                    names.append(fp.label)
         return names

@@ -182,6 +182,36 @@ def rasterize_world(world: World, resolution: float = 0.05, z_band: tuple[float,
     return OccupancyMap(occupied=occupied, resolution=resolution, origin=(x0, y0))
 
 
+def occupied_rectangles(grid: OccupancyMap, max_count: int | None = None) -> list[tuple[int, int, int, int]] | None:
+    """Cover the occupied cells with axis-aligned rectangles ``(row0, row1, col0, col1)`` (greedy:
+    a run along a row, extended down while the rows below are occupied there too).
+
+    Returns None when more than ``max_count`` rectangles would be needed (a noisy map).
+    """
+    occ = grid.occupied.copy()
+    rows, cols = occ.shape
+    rects: list[tuple[int, int, int, int]] = []
+    for r in range(rows):
+        row = occ[r]
+        c = 0
+        while c < cols:
+            nz = np.flatnonzero(row[c:])
+            if len(nz) == 0:
+                break
+            c0 = c + int(nz[0])
+            gap = np.flatnonzero(~row[c0:])
+            c1 = c0 + (int(gap[0]) if len(gap) else cols - c0)
+            r1 = r + 1
+            while r1 < rows and occ[r1, c0:c1].all():
+                r1 += 1
+            occ[r:r1, c0:c1] = False
+            rects.append((r, r1, c0, c1))
+            if max_count is not None and len(rects) > max_count:
+                return None
+            c = c1
+    return rects
+
+
 def check_map_matches_world(grid: OccupancyMap, world: World, source: str = "map") -> None:
     """A map used with a world must cover the world's fence; raise WorldError otherwise."""
     (x0, y0, _), (x1, y1, _) = world.bounds.min, world.bounds.max

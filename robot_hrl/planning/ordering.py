@@ -47,6 +47,10 @@ def held_karp_open(cost: np.ndarray) -> tuple[list[int], float]:
             row[j], prow[j] = best, arg
     end = min(range(n), key=lambda j: dp[full][j])
     best = dp[full][end]
+    if not math.isfinite(best):
+        # No order visits every node (some are unreachable): return one anyway, in order of
+        # cost from the start, so that the caller meets the unreachable leg and reports it.
+        return sorted(range(1, n + 1), key=lambda j: cost[0, j]), math.inf
     order, mask, j = [], full, end
     while j >= 0:
         order.append(j + 1)

@@ -17,7 +17,7 @@ import numpy as np
 
 from robot_hrl.errors import PlanningError
 from robot_hrl.planning.grid import FlightGrid
-from robot_hrl.planning.maps import OccupancyMap, load_map
+from robot_hrl.planning.maps import OccupancyMap, check_map_matches_world, load_map, occupied_rectangles
 from robot_hrl.planning.ordering import EXACT_ORDER_LIMIT, order_goals
 from robot_hrl.planning.plan import Plan, PlanStep
 from robot_hrl.planning.search import astar, line_of_sight, shortcut, space_polyline, turning_points
@@ -53,6 +53,9 @@ class PlannerConfig:
     1 disables it."""
     landing_search_m: float = 1.0
     """``land`` above an obstacle (a landmark box) moves to the nearest clear spot within this first."""
+    max_map_boxes: int = 400
+    """A map whose occupied cells merge into at most this many rectangles is planned with the
+    visibility graph too (its rectangles become full-height boxes); beyond, on the grid only."""
     use_visibility_graph: bool = True
     """Plan among the world's boxes with the exact any-angle visibility graph (octagon inflation);
     the grid (A* + shortcut) is used for map images, and when the graph finds no path."""
@@ -79,9 +82,14 @@ class SymbolicPlanner:
         self.config = config or PlannerConfig()
         self.subgoal_radius_m = float(subgoal_radius_m)
         self.spacing_m = self.subgoal_radius_m * self.config.subgoal_spacing_fraction
-        self.grid = FlightGrid(world, self.config.resolution_m, self.config.inflation_m, occupancy_map)
+        self._map_boxes: list[Box] = []
+        if occupancy_map is not None:
+            check_map_matches_world(occupancy_map, world)
+            self._map_boxes = self._boxes_of_map(occupancy_map) or []
+        self.grid = FlightGrid(world, self.config.resolution_m, self.config.inflation_m, occupancy_map,
+                               tuple(self._map_boxes))
         self._legs: dict[tuple, np.ndarray | None] = {}
-        self._use_graph = self.config.use_visibility_graph and occupancy_map is None
+        self._use_graph = self.config.use_visibility_graph and (occupancy_map is None or bool(self._map_boxes))
         self._graphs: dict[tuple, OctagonVisibilityGraph] = {}
         self._coarse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.stats = {"graph_legs": 0, "grid_legs": 0, "straight_legs": 0}
@@ -108,8 +116,26 @@ class SymbolicPlanner:
     def max_flight_z(self) -> float:
         return float(self.world.bounds.max[2]) - self.config.inflation_m
 
+    def _boxes_of_map(self, grid_map: OccupancyMap) -> list[Box] | None:
+        """The map's occupied cells as full-height boxes inside the bounds (None if too many)."""
+        rects = occupied_rectangles(grid_map, self.config.max_map_boxes)
+        if rects is None:
+            return None
+        (bx0, by0, bz0), (bx1, by1, bz1) = self.world.bounds.min, self.world.bounds.max
+        res, (ox, oy) = grid_map.resolution, grid_map.origin
+        boxes = []
+        for r0, r1, c0, c1 in rects:
+            x0, x1 = max(ox + c0 * res, bx0 - 1.0), min(ox + c1 * res, bx1 + 1.0)
+            y0, y1 = max(oy + r0 * res, by0 - 1.0), min(oy + r1 * res, by1 + 1.0)
+            if x1 <= x0 or y1 <= y0:
+                continue
+            boxes.append(Box(center=((x0 + x1) / 2, (y0 + y1) / 2, (bz0 + bz1) / 2),
+                             size=(x1 - x0, y1 - y0, (bz1 - bz0) + 2.0)))
+        return boxes if boxes else None
+
     def _boxes(self) -> list[tuple[str, Box]]:
         named = [(getattr(b, "name", None) or getattr(b, "id"), b) for b in self.world.solid_boxes()]
+        named += [("an occupied map cell", b) for b in getattr(self, "_map_boxes", [])]
         return named + [("added obstacle", b) for b in self.grid.added_boxes]
 
     def _box_arrays(self) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -154,7 +180,7 @@ class SymbolicPlanner:
         blocked = self.grid.blocked(p[2], p[2])
         ix, iy = self.grid.cell_index(p[:2])
         if blocked[iy, ix]:
-            names = self.grid.blocking_boxes(p[:2], p[2], p[2]) or ["the fence"]
+            names = self.grid.blocking_boxes(p[:2], p[2], p[2]) or ["an obstacle"]
             raise PlanningError(f"{what} {_fmt(p)} is too close to {', '.join(names)} to fly to "
                                 f"(obstacles are inflated by {self.config.inflation_m:.2f} m)")
 
@@ -426,6 +452,8 @@ class SymbolicPlanner:
                 if ts.action == "visit" and len(resolved) > 1:
                     pts = np.stack([pos, *[r[0] for r in resolved]])
                     order = order_goals(pts, lambda i, j: self.leg_cost(pts[i], pts[j]), self.config.exact_order_limit)
+                    if sorted(order) != list(range(1, len(resolved) + 1)):
+                        raise PlanningError(f"{where}: internal error: the visiting order {order} is not a permutation")
                     resolved = [resolved[i - 1] for i in order]
                 for p, label, lm in resolved:
                     path = self.leg(pos, p)
