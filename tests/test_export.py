@@ -164,6 +164,21 @@ def test_eval_summary_keeps_scalars_only():
     assert eval_summary(None) is None
 
 
+def test_provenance_says_when_eval_json_is_about_another_checkpoint(tmp_path):
+    from deploy.onnx_export import RunSource, provenance_from_source
+
+    source = RunSource(
+        run_dir=tmp_path, checkpoint=tmp_path / "model_5.pt", iteration=5, actor=None, contract=CONTRACT,
+        run_config={"task": "crazyflie-goto", "command": "python sim/train.py", "seed": 1, "git_commit": "abc", "env_cfg": {}},
+        eval={"success_rate": 0.9, "checkpoint": str(tmp_path / "model_9.pt")},
+    )
+    provenance = provenance_from_source(source, "python deploy/export.py x")
+    assert provenance["eval"]["matches_exported_checkpoint"] is False
+    assert provenance["checkpoint"] == {"file": "model_5.pt", "iteration": 5, "run_dir": tmp_path.name}
+    assert provenance["config"] == {"task": "crazyflie-goto", "env_cfg": {}}
+    assert provenance["command"] == {"export": "python deploy/export.py x", "train": "python sim/train.py"}
+
+
 # ---- the command line ------------------------------------------------------------------------------
 def test_help_explains_the_command(repo_root):
     out = subprocess.run([sys.executable, "deploy/export.py", "--help"], cwd=repo_root, capture_output=True, text=True, check=True)
@@ -203,7 +218,7 @@ def test_train_then_export_end_to_end(tmp_path, repo_root):
     assert provenance["command"]["export"].startswith("python deploy/export.py")
     assert provenance["git_commit"] == config["git_commit"] and provenance["seed"] == config["seed"]
     assert provenance["config"]["task"] == "crazyflie-goto" and "agent_cfg" in provenance["config"]
-    assert provenance["eval"]["num_episodes"] == 4
+    assert provenance["eval"]["num_episodes"] == 4 and provenance["eval"]["matches_exported_checkpoint"] is True
     assert provenance["checkpoint"]["iteration"] == 0
 
     # the exported graph equals the checkpoint's inference policy, loaded the way sim loads it

@@ -146,11 +146,15 @@ def load_source(path: str | Path) -> RunSource:
 def provenance_from_source(source: RunSource, export_command: str) -> dict[str, Any]:
     """The provenance entries written into the model (keys of robot_hrl.runtime.metadata)."""
     config = source.run_config
+    evaluation = eval_summary(source.eval)
+    if evaluation is not None and isinstance(evaluation.get("checkpoint"), str):
+        # eval.json evaluates one checkpoint (the final one); say whether it is the exported one
+        evaluation["matches_exported_checkpoint"] = Path(evaluation["checkpoint"]).name == source.checkpoint.name
     return {
         "command": {"export": export_command, "train": config.get("command")},
         "git_commit": config.get("git_commit"),
         "seed": config.get("seed"),
         "config": {k: config[k] for k in _CONFIG_KEYS if k in config},
-        "eval": eval_summary(source.eval),
+        "eval": evaluation,
         "checkpoint": {"file": source.checkpoint.name, "iteration": source.iteration, "run_dir": source.run_dir.name},
     }
