@@ -45,6 +45,7 @@ def test_rogue_subgoals_are_shielded_and_reported_and_a_malformed_task_changes_n
             assert int(counts.get(f"count.{constraint}", "0")) > 0, (constraint, counts)
         summary = run.seen.diags("skill_node: interventions")[-1][4]
         assert int(summary["interventions.subgoal"]) > 0 and int(summary["subgoals_received"]) >= sent
+        assert int(summary["subgoals_shielded"]) >= sent
         # The flight stayed safe: inside the fence, out of the boxes, no collision (ground truth).
         assert run.launcher.monitor.violations == []
         assert int(float(run.sim_truth().get("collisions", "0"))) == 0

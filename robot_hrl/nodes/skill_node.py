@@ -60,12 +60,25 @@ class SkillConfig:
     """A subgoal this close above the floor (or below it) is a landing request."""
 
 
-@dataclass
 class TickOutput:
-    wrench: np.ndarray
-    mode: str
-    status: dict[str, Any]
-    interventions: list
+    """One tick's command and state; the full status dict is built only when asked for (it is
+    published at ``status_rate_hz``, not every tick)."""
+
+    __slots__ = ("wrench", "mode", "state", "interventions", "_make", "_status")
+
+    def __init__(self, wrench: np.ndarray, mode: str, state: str, interventions, make_status):
+        self.wrench = wrench
+        self.mode = mode
+        self.state = state
+        self.interventions = interventions
+        self._make = make_status
+        self._status = None
+
+    @property
+    def status(self) -> dict[str, Any]:
+        if self._status is None:
+            self._status = self._make()
+        return self._status
 
 
 class SkillCore:
@@ -86,7 +99,8 @@ class SkillCore:
         self.safe_subgoal: np.ndarray | None = None
         self.subgoal_received_s: float | None = None
         self.subgoals_received = 0
-        self.subgoals_rejected = 0
+        self.subgoals_shielded = 0
+        """Subgoals the subgoal unit changed (clamped, or replaced when non-finite)."""
         self.land_requested = False
         self.odom_errors = 0
         self.last_odom_error = ""
@@ -96,6 +110,7 @@ class SkillCore:
         self.last_mode = "idle"
         self.last_reason = ""
         self.last_status: dict[str, Any] = {"state": "waiting"}
+        self.last_state = "waiting"
         self.engaged = False
         """A finite subgoal has arrived since start: the policy flies."""
         self.landed_request: np.ndarray | None = None
@@ -133,6 +148,8 @@ class SkillCore:
                 safe, interventions = self._filter_subgoal(p, current, now)
             new_request = self.requested is None or not np.array_equal(p, self.requested, equal_nan=True)
             self._count_subgoal(interventions, new_request)
+            if interventions:
+                self.subgoals_shielded += 1
             if new_request:
                 self._best_distance = math.inf
                 self._progress_at = now
@@ -196,8 +213,9 @@ class SkillCore:
                     self.policy.reset()
         if not engaged and not self.shield_latched():
             # Nothing asked of us yet (on the ground, motors off): idle; the shield has nothing to guard.
-            return TickOutput(np.zeros(4), "idle", self._status("waiting" if state is None else "idle", state,
-                                                                 "idle", "", now), [])
+            name = "waiting" if state is None else "idle"
+            self.last_state = name
+            return TickOutput(np.zeros(4), "idle", name, (), lambda: self._status(name, state, "idle", "", now))
         t0 = time.perf_counter()
         actions = self._last_actions  # no new command (landing, no state yet): the last one again
         if state is not None and subgoal is not None and not land:
@@ -216,8 +234,9 @@ class SkillCore:
         self.last_mode = mode
         self.last_reason = reason
         status_state = self._state_of(mode, state, now, land)
-        return TickOutput(np.asarray(wrench, dtype=np.float64), mode,
-                          self._status(status_state, state, mode, reason, now), interventions)
+        self.last_state = status_state
+        return TickOutput(np.asarray(wrench, dtype=np.float64), mode, status_state, interventions,
+                          lambda: self._status(status_state, state, mode, reason, now))
 
     def shield_step(self, now, state, state_stamp, subgoal, subgoal_stamp, actions, inference_s, land):
         """One shield tick. A requested landing withholds the subgoal: the shield's watchdog then
@@ -386,7 +405,7 @@ class SkillNode:
         duration = time.perf_counter() - t0
         self.deadline.record(duration, late_s, skipped)
         self.ticks += 1
-        state_name = out.status.get("state")
+        state_name = out.state
         if now >= self._next_status_s or state_name != self._last_state_name:
             self._next_status_s = now + 1.0 / float(self.p["status_rate_hz"])
             self.status_pub.publish(json_string(out.status))
@@ -413,10 +432,10 @@ class SkillNode:
         mode = core.last_mode
         if mode not in ("nominal", "idle", "policy"):
             level = WARN
-        if core.last_status.get("state") in ("estop",):
+        if core.last_state == "estop":
             level = ERROR
-        values = {"mode": mode, "state": core.last_status.get("state"), "reason": core.last_reason,
-                  "subgoals_received": core.subgoals_received, "subgoals_rejected": core.subgoals_rejected,
+        values = {"mode": mode, "state": core.last_state, "reason": core.last_reason,
+                  "subgoals_received": core.subgoals_received, "subgoals_shielded": core.subgoals_shielded,
                   "odometry_errors": core.odom_errors}
         if core.last_odom_error:
             values["last_odometry_error"] = core.last_odom_error
