@@ -338,7 +338,7 @@ def run(args, argv: list[str] | None = None) -> int:
             return False
         result = policy_eval(args.eval_episodes_during_training)
         stats["eval_success"] = result["success_rate"]
-        history.append({"iteration": it, **result})
+        history.append({"iteration": it, "elapsed_s": round(time.perf_counter() - t_start, 3), **result})
         if runner.logger.writer is not None:
             runner.logger.writer.add_scalar("Eval/success_rate", result["success_rate"], it)
         reached = result["success_rate"] >= args.target_success

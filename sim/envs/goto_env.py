@@ -26,8 +26,8 @@ from sim.envs import dynamics
 from sim.envs.goto_env_cfg import GotoEnvCfg
 from sim.envs.math_utils import quat_from_rotvec, quat_mul
 from sim.envs.randomization import sample_parameters
+from sim.envs.step_core import StepConstants, control_step
 from sim.envs.terms import observations as obs_terms
-from sim.envs.terms import rewards as rew_terms
 from sim.envs.terms import terminations as term_terms
 
 PRIVILEGED_SIZE = 18
@@ -85,7 +85,21 @@ class GotoEnv(VecEnv):
         self._sq_error_sum = torch.zeros(n, **f32)
         self.params = sample_parameters(self.cfg.randomization, n, self.generator, dev, self.k.motor_time_constant_s)
         self._derive_parameters()
-        self._physics = torch.compile(dynamics.physics_substep, dynamic=False) if self.cfg.physics.compile else dynamics.physics_substep
+        c, t, w = self.cfg, self.cfg.terminations, self.cfg.rewards
+        self._constants = StepConstants(
+            decimation=self.decimation, physics_dt=self.physics_dt, gravity=c.physics.gravity_mps2,
+            rpm_min=self.k.rpm_min, rpm_max=self.k.rpm_max, max_rotor_thrust_n=self.k.max_rotor_thrust_n,
+            thrust_coefficient_nominal=self.k.thrust_coefficient, floor_z=self.floor_z,
+            ground_friction=c.physics.ground_friction, contact_height=self.contact_height,
+            terminate_on_ground_contact=t.terminate_on_ground_contact, out_of_bounds_distance_m=t.out_of_bounds_distance_m,
+            ceiling_m=t.ceiling_m, position_tolerance_m=c.success.position_tolerance_m,
+            speed_tolerance_mps=c.success.speed_tolerance_mps, position_coarse_weight=w.position_coarse_weight,
+            position_coarse_scale_m=w.position_coarse_scale_m, position_fine_weight=w.position_fine_weight,
+            position_fine_scale_m=w.position_fine_scale_m, velocity_weight=w.velocity_weight,
+            angular_velocity_weight=w.angular_velocity_weight, tilt_weight=w.tilt_weight,
+            termination_weight=w.termination_weight,
+        )
+        self._core = torch.compile(control_step, dynamic=False) if c.physics.compile else control_step
         lows, highs, stds = [], [], []
         for term in self.observation_terms:
             lows += [term.clip[0]] * term.size
@@ -116,47 +130,25 @@ class GotoEnv(VecEnv):
             applied = self.action_buffer[torch.arange(self.num_envs, device=self.device), self.params["action_latency_steps"]]
         else:
             applied = actions
-        wrench = dynamics.actions_to_wrench(applied, self.k.action_low, self.k.action_high)
-        thrust_cmd = dynamics.mix_wrench_to_rotor_thrusts(wrench, self.k.inverse_allocation_t, self.k.max_rotor_thrust_n)
-        rpm_cmd = dynamics.rotor_thrust_to_rpm(thrust_cmd, self.k.thrust_coefficient, self.k.rpm_min, self.k.rpm_max)
-
         progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
         dist_scale = curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress)
+        action_rate_weight = self.cfg.rewards.action_rate_weight * curriculum_terms.ramp(self.cfg.curriculum.action_rate_weight_scale, progress)
         force = self.params["disturbance_force_w"] * dist_scale
         torque = self.params["disturbance_torque_b"] * dist_scale
-        pos, quat, vel, omega, rpm = self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.rotor_rpm
-        touched = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        for _ in range(self.decimation):
-            pos, quat, vel, omega, rpm, contact = self._physics(
-                pos, quat, vel, omega, rpm, rpm_cmd, self._motor_alpha, self._kf, self._ktau, self._mass, self._inertia,
-                force, torque, self.k.rotor_xy, self.k.spin, self.physics_dt, self.cfg.physics.gravity_mps2,
-                self.k.rpm_min, self.k.rpm_max, self.floor_z, self.cfg.physics.ground_friction,
-            )
-            touched |= contact
+        pos, quat, vel, omega, rpm, crashed, out, distance, speed, within, rewards = self._core(
+            self._constants, self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.rotor_rpm,
+            self.goal_w, actions, applied, self.last_action, self._motor_alpha, self._kf, self._ktau, self._mass, self._inertia,
+            force, torque, self.k.action_low, self.k.action_high, self.k.inverse_allocation_t, self.k.rotor_xy, self.k.spin,
+            torch.tensor(action_rate_weight, dtype=torch.float32, device=self.device),
+        )
         self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.rotor_rpm = pos, quat, vel, omega, rpm
         self.episode_length_buf += 1
         self.common_step_counter += 1
-
-        # terminations
-        tcfg = self.cfg.terminations
-        bad = term_terms.non_finite_state(pos, quat, vel, omega)
-        crashed = bad.clone()
-        if tcfg.terminate_on_ground_contact:
-            crashed |= touched | term_terms.ground_contact(pos, self.contact_height)
-        out = term_terms.out_of_bounds(pos, self.goal_w, tcfg.out_of_bounds_distance_m, tcfg.ceiling_m) & ~crashed
         terminated = crashed | out
         time_out = term_terms.time_out(self.episode_length_buf, self.max_episode_length) & ~terminated
         dones = terminated | time_out
-
-        # rewards
-        distance = torch.linalg.vector_norm(self.goal_w - pos, dim=-1)
-        distance = torch.nan_to_num(distance, nan=1e3, posinf=1e3)
-        rewards = self._rewards(distance, actions, terminated, progress)
         self._sq_error_sum += distance.square()
-
-        speed = torch.linalg.vector_norm(vel, dim=-1)
-        success = term_terms.success(distance, speed, self.cfg.success.position_tolerance_m, self.cfg.success.speed_tolerance_mps)
-        success &= time_out
+        success = within & time_out
         steps = self.episode_length_buf.clamp(min=1).float()
         episode_end = {
             "dones": dones.clone(),
@@ -209,20 +201,6 @@ class GotoEnv(VecEnv):
         self._kf = k.thrust_coefficient * p["thrust_coefficient_scale"]
         self._ktau = k.torque_to_thrust_m * p["torque_coefficient_scale"]
         self._motor_alpha = 1.0 - torch.exp(-self.physics_dt / p["motor_time_constant_s"])
-
-    def _rewards(self, distance: torch.Tensor, actions: torch.Tensor, terminated: torch.Tensor, progress: float) -> torch.Tensor:
-        w = self.cfg.rewards
-        q = self.quat_wxyz
-        r22 = 1.0 - 2.0 * (q[:, 1].square() + q[:, 2].square())
-        action_rate_weight = w.action_rate_weight * curriculum_terms.ramp(self.cfg.curriculum.action_rate_weight_scale, progress)
-        r = w.position_coarse_weight * rew_terms.position_tanh(distance, w.position_coarse_scale_m)
-        r = r + w.position_fine_weight * rew_terms.position_tanh(distance, w.position_fine_scale_m)
-        r = r + w.velocity_weight * rew_terms.velocity_l2(self.linear_velocity_w).clamp(max=100.0)
-        r = r + w.angular_velocity_weight * rew_terms.angular_velocity_l2(self.angular_velocity_b).clamp(max=1e4)
-        r = r + w.tilt_weight * rew_terms.tilt(r22)
-        r = r + action_rate_weight * rew_terms.action_rate_l2(actions, self.last_action)
-        r = r + w.termination_weight * rew_terms.termination(terminated)
-        return torch.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0)
 
     def _observation_inputs(self) -> dict[str, torch.Tensor]:
         return {
