@@ -343,12 +343,13 @@ def test_backup_command_is_finite_and_in_range(p, v, rpy, w, land):
 
 
 def test_backup_levels_and_pulls_toward_the_target():
-    s = shield()
+    s = fresh_shield()
     level = rotation_from_quat(1.0, 0.0, 0.0, 0.0)
     out = s.backup.command([2.0, 2.0, 1.0], [0, 0, 0], level, [0, 0, 0], (2.0, 2.0, 1.0))
     assert abs(out[0] - s.robot.weight_n) < 1e-9 and max(abs(x) for x in out[1:]) < 1e-12
     out = s.backup.command([2.0, 2.0, 1.0], [0, 0, 0], level, [0, 0, 0], (2.0, 2.0, 1.5))
     assert out[0] > s.robot.weight_n
+    s.backup.reset()
     # target ahead in +x: pitch forward, i.e. a positive torque about body y
     out = s.backup.command([2.0, 2.0, 1.0], [0, 0, 0], level, [0, 0, 0], (3.0, 2.0, 1.0))
     assert out[2] > 0

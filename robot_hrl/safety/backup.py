@@ -1,12 +1,14 @@
 """The backup controller: hold a position, or land, with a cascaded PD controller.
 
-position error --P--> velocity reference (speed-limited) --P--> acceleration (tilt-limited)
+position error --P--> velocity reference (speed-limited) --P (+ bounded I on z)--> acceleration (tilt-limited)
 --> thrust vector --> collective thrust + desired attitude --PD (geometric, Lee et al. 2010)-->
 body torques. Its output is the same command the policy produces: collective thrust (N) and
 body torques (N m), and the matching normalized actions. It is what the shield falls back to
 when the policy's command cannot be made safe (the simplex pattern).
 
-Plain floats throughout: one call costs a few microseconds.
+The small, bounded integral on the vertical velocity error removes the steady sag that a PD
+alone leaves when the mass or the thrust coefficient differ from the model.
+Plain floats throughout: one call costs a few microseconds. Call it once per control tick.
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ class BackupController:
         self.min_thrust = b.min_thrust_fraction_of_weight * model.weight
         self.max_thrust = b.max_thrust_fraction_of_max * model.max_total_thrust
         self.land_speed = b.land_speed_mps
+        self.ki = b.velocity_integral_gain_per_s2
+        self.i_max = b.integral_limit_mps2
+        self.dt = model.dt
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the integral (call when the backup takes over)."""
+        self.integral_z = 0.0
 
     def command(self, p, v, r, w, target, land: bool = False) -> list[float]:
         """Wrench [thrust N, tau_x, tau_y, tau_z N m] that holds ``target`` (or lands below it).
@@ -52,10 +62,15 @@ class BackupController:
         if s > self.max_speed:
             f = self.max_speed / s
             vrx, vry, vrz = vrx * f, vry * f, vrz * f
-        # velocity -> acceleration, tilt limited
+        # velocity -> acceleration (+ a bounded integral: mass, thrust and disturbance errors), tilt limited
+        ez = vrz - v[2]
+        iz = self.integral_z + self.ki * self.dt * ez
+        lim = self.i_max
+        iz = -lim if iz < -lim else lim if iz > lim else iz
+        self.integral_z = iz
         ax = kv * (vrx - v[0])
         ay = kv * (vry - v[1])
-        az = kv * (vrz - v[2])
+        az = kv * ez + iz
         g = m.g
         az_lo = self.min_thrust / m.mass - g
         az_hi = self.max_thrust / m.mass - g

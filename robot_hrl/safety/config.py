@@ -120,6 +120,8 @@ class BackupCfg(BaseModel):
     velocity_gain_per_s: float = Field(gt=0.0)
     attitude_gain_per_s2: float = Field(gt=0.0)
     rate_gain_per_s: float = Field(gt=0.0)
+    velocity_integral_gain_per_s2: float = Field(ge=0.0)
+    integral_limit_mps2: float = Field(ge=0.0)
     min_thrust_fraction_of_weight: float = Field(ge=0.0, lt=1.0)
     max_thrust_fraction_of_max: float = Field(gt=0.0, le=1.0)
     land_speed_mps: float = Field(gt=0.0)

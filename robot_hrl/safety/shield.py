@@ -114,6 +114,8 @@ class Shield:
         self._motor_k = self.model.dt / (self.model.motor_tau + self.model.dt)
         self._recover_s = config.backup.recover_s
         self._touchdown = config.backup.touchdown_altitude_m
+        self._touchdown_speed = 1.5 * config.backup.land_speed_mps
+        """Landed: within touchdown_altitude_m of the floor and no faster than this (m/s)."""
         self._land_timeout = config.backup.land_timeout_s
         self._floor = world.bounds.min[2]
         self._zero_actions = tuple(self.model.wrench_to_action(i, 0.0) for i in range(4))
@@ -339,7 +341,7 @@ class Shield:
         if self._landing:
             if t.has_state:
                 z = t.p[2] - self._floor
-                if (z <= self._touchdown and abs(t.v[2]) < 0.3) or now - self._land_since >= self._land_timeout:
+                if (z <= self._touchdown and abs(t.v[2]) <= self._touchdown_speed) or now - self._land_since >= self._land_timeout:
                     self._landed = True
                     return "motors_off"
             elif now - self._land_since >= self._land_timeout:
@@ -395,6 +397,8 @@ class Shield:
         return [x, y, z]
 
     def _backup_command(self, t: Tick, mode: str, now: float) -> list[float]:
+        if self.mode == "policy" or self.mode == "motors_off":
+            self.backup.reset()
         if mode == "motors_off":
             return [0.0, 0.0, 0.0, 0.0]
         if not t.has_state:  # nothing to control with: level thrust slightly below hover, no torque
