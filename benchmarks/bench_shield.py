@@ -12,6 +12,9 @@ Prints:
 - for the uniform-random and the fence/floor/obstacle adversary policies, with the shield in
   the loop of the torch simulator (demo world): episodes, ticks, geofence / altitude /
   collision violation counts (required: 0), and the same without the shield for contrast;
+- nominal flight: a well-behaved cascaded PD flying to goals, with and without the shield
+  (success rates, the shield's intervention rate);
+- the adversarial runs again with the training's domain randomization (informational);
 - the trained policy (models/crazyflie_goto.onnx) with and without the shield: success rates
   and the shield's intervention rate (the fraction of ticks on which it changed the command).
 """
@@ -97,7 +100,7 @@ def bench_overhead(ticks: int) -> None:
     measure("emergency stop latched", backup, setup=lambda s: s.estop("bench"))
 
 
-def bench_closed_loop(episodes: int, episode_s: float, seed: int, trained: bool, onnx: str | None) -> None:
+def bench_closed_loop(episodes: int, episode_s: float, seed: int, trained: bool, onnx: str | None, randomized: int) -> None:
     import torch
 
     from sim import safety_eval
@@ -110,6 +113,16 @@ def bench_closed_loop(episodes: int, episode_s: float, seed: int, trained: bool,
         print(f"  {res.summary()}  wall {time.perf_counter() - t0:.0f} s")
         base = safety_eval.run(policy, episodes=min(episodes, 200), episode_s=episode_s, seed=seed, shielded=False)
         print(f"  {base.summary()}  (no shield, for contrast)")
+    print("\nnominal flight: a well-behaved cascaded PD flying to goals within the subgoal radius (intervention rate reference):")
+    res = safety_eval.run("pd", episodes=episodes, episode_s=episode_s, seed=seed, progress=True)
+    print(f"  {res.summary()}")
+    base = safety_eval.run("pd", episodes=episodes, episode_s=episode_s, seed=seed, shielded=False)
+    print(f"  {base.summary()}  (no shield)")
+    if randomized:
+        print(f"\nwith the training's domain randomization (mass, inertia, k_f, motor lag 0.02-0.15 s, disturbances, 0-1 step latency), {randomized} episodes:")
+        for policy in ("random", "adversary"):
+            res = safety_eval.run(policy, episodes=randomized, episode_s=episode_s, seed=seed, randomize=True)
+            print(f"  {res.summary()}")
     if trained:
         print("\ntrained policy (models/crazyflie_goto.onnx), goals within the subgoal radius in free space:")
         for shielded in (False, True):
@@ -125,13 +138,14 @@ def main(argv=None) -> int:
     parser.add_argument("--episode-s", type=float, default=5.0, help="episode length, s")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-trained", action="store_true", help="skip the trained-policy runs")
+    parser.add_argument("--randomized", type=int, default=200, help="episodes of the randomized-robot runs (0: skip)")
     parser.add_argument("--onnx", default=None, help="policy for the trained runs (default models/crazyflie_goto.onnx)")
     args = parser.parse_args(argv)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     if args.only in (None, "overhead"):
         bench_overhead(args.ticks)
     if args.only in (None, "closed-loop"):
-        bench_closed_loop(args.episodes, args.episode_s, args.seed, not args.no_trained, args.onnx)
+        bench_closed_loop(args.episodes, args.episode_s, args.seed, not args.no_trained, args.onnx, args.randomized)
     return 0
 
 
