@@ -23,6 +23,8 @@ class DeadlineMonitor:
         self._durations = np.zeros(int(window))
         self._late = np.zeros(int(window))
         self._n = 0
+        self.last_misses: list[tuple[float, float, int]] = []
+        """(late_s, duration_s, skipped) of the latest misses (at most 10)."""
 
     def record(self, duration_s: float, late_s: float = 0.0, skipped: int = 0) -> bool:
         """Record one tick; returns True when it missed its deadline."""
@@ -36,6 +38,8 @@ class DeadlineMonitor:
         self.skipped += max(0, int(skipped))
         if missed:
             self.misses += 1
+            self.last_misses.append((late_s, duration_s, int(skipped)))
+            del self.last_misses[:-10]
         return missed
 
     def _window(self, a: np.ndarray) -> np.ndarray:

@@ -26,6 +26,7 @@ so the node follows a simulator running faster than real time.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import sys
@@ -468,6 +469,10 @@ class SkillNode:
         return True
 
     def run(self, stop: threading.Event) -> None:
+        # What exists now (model, shield, DDS entities) lives as long as the node: out of the
+        # garbage collector's sight, so that its full collections stay short during the loop.
+        gc.collect()
+        gc.freeze()
         self.set_realtime_priority()
         if not self.use_sim_time:
             # Real time: a timer with absolute deadlines on the node's single-threaded executor
