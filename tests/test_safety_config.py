@@ -29,7 +29,7 @@ def test_shipped_config_loads_and_builds_a_shield(world):
     assert cfg.robot == CRAZYFLIE_2X.name
     assert cfg.limits.max_tilt_deg == 35.0
     shield = Shield.from_yaml(DEFAULT_SHIELD_CONFIG, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
-    assert [u.name for u in shield.units] == ["estop", "watchdog", "battery", "limits", "geofence", "altitude", "obstacles", "subgoal"]
+    assert [u.name for u in shield.units] == ["estop", "watchdog", "battery", "command", "limits", "geofence", "altitude", "obstacles", "subgoal"]
     assert Shield.from_yaml(None, CRAZYFLIE_2X, world, 1.0).config == cfg
 
 

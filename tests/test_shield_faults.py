@@ -250,3 +250,19 @@ def test_every_intervention_is_recorded_with_unit_constraint_before_after_and_ti
         assert rec.before != rec.after
         assert set(rec.as_dict()) == {"time_s", "unit", "constraint", "before", "after", "action", "detail"}
     assert len(s.log) == prev_log + len(out.interventions)
+
+
+def test_requested_landing_lands_then_cuts_the_motors_and_latches():
+    s = make_shield()
+    pos = np.array([2.0, 2.3, 1.0])
+    assert s.step(ShieldInput(0.0, state_at(pos, 0.0), hover_actions(s), subgoal_w=pos)).mode == "policy"
+    s.request_land(0.0, "operator")
+    out = s.step(ShieldInput(0.01, state_at(pos, 0.01), hover_actions(s), subgoal_w=pos))
+    assert out.mode == "backup_land" and out.reason == "command.land_request"
+    assert out.wrench[0] < CRAZYFLIE_2X.weight_n  # descending
+    out = s.step(ShieldInput(0.02, state_at([2.0, 2.3, 0.01], 0.02), hover_actions(s), subgoal_w=pos))
+    assert out.mode == "motors_off"
+    out = s.step(ShieldInput(0.03, state_at(pos, 0.03), hover_actions(s), subgoal_w=pos))
+    assert out.mode == "motors_off"
+    s.reset_faults()
+    assert s.step(ShieldInput(0.04, state_at(pos, 0.04), hover_actions(s), subgoal_w=pos)).mode == "policy"

@@ -6,6 +6,7 @@ Per control tick (:meth:`Shield.step`), in this order:
 2. ``watchdog``  stale state / stale subgoal -> hold, then land; late or non-finite policy
                  output -> rejected (backup holds this tick).
 3. ``battery``   low -> hold, then land; critical -> land.
+   ``command``   a landing requested through :meth:`Shield.request_land` -> land.
 4. ``limits``    actuator range, actuator slew, body rate, attitude (clamps); speed (reject).
 5. ``geofence``  predicted stopping point inside the horizontal fence (reject).
 6. ``altitude``  predicted stopping height inside the altitude band (reject).
@@ -37,7 +38,8 @@ from robot_hrl.safety.config import DEFAULT_SHIELD_CONFIG, ShieldConfig, load_sh
 from robot_hrl.safety.model import DynamicsModel, StatePredictor, rotation_from_quat
 from robot_hrl.safety.records import ERROR, OK, WARN, Intervention, LEVEL_NAMES
 from robot_hrl.safety.units import (
-    AltitudeUnit, BatteryUnit, EmergencyStopUnit, GeofenceUnit, LimitsUnit, ObstacleUnit, SubgoalUnit, Tick, WatchdogUnit,
+    AltitudeUnit, BatteryUnit, EmergencyStopUnit, GeofenceUnit, LandRequestUnit, LimitsUnit, ObstacleUnit, SubgoalUnit, Tick,
+    WatchdogUnit,
 )
 from robot_hrl.state import RobotState
 
@@ -99,12 +101,16 @@ class Shield:
         self.estop_unit = EmergencyStopUnit()
         self.watchdog = WatchdogUnit(config)
         self.battery = BatteryUnit(config)
+        self.command = LandRequestUnit()
         self.limits = LimitsUnit(config, self.model)
         self.geofence = GeofenceUnit(config, self.model, world)
         self.altitude = AltitudeUnit(config, self.model, world)
         self.obstacles = ObstacleUnit(config, self.model, world)
         self.subgoal = SubgoalUnit(config, robot, world, subgoal_radius_m, world.bounds.min[2] + config.altitude.max_altitude_m)
-        self.units = (self.estop_unit, self.watchdog, self.battery, self.limits, self.geofence, self.altitude, self.obstacles, self.subgoal)
+        self.units = (
+            self.estop_unit, self.watchdog, self.battery, self.command, self.limits, self.geofence, self.altitude, self.obstacles,
+            self.subgoal,
+        )
         """Every unit, in the order they run (the subgoal unit runs on subgoal arrival)."""
         self.backup = BackupController(self.model, config)
         self.predictor = StatePredictor(self.model)
@@ -160,8 +166,12 @@ class Shield:
     def estopped(self) -> bool:
         return self.estop_unit.latched
 
+    def request_land(self, now_s: float | None = None, reason: str = "requested") -> None:
+        """Land now (backup_land, then motors off); latched until :meth:`reset_faults`."""
+        self.command.request(reason, now_s)
+
     def reset_faults(self) -> None:
-        """Clear the hold/land/landed latches (battery, watchdog) and the backup state."""
+        """Clear the hold/land/landed latches (battery, watchdog, land request) and the backup state."""
         for unit in self.units:
             if unit is not self.estop_unit:
                 unit.reset()
@@ -232,6 +242,7 @@ class Shield:
         self.estop_unit.check(t)
         self.watchdog.check_inputs(t, state_ok, age, subgoal_ok, subgoal_age, inference_s, output_finite)
         self.battery.check_voltage(t, inp.battery_v)
+        self.command.check(t)
         # --- the state the units and the backup use
         fresh = state_ok and age <= self.watchdog.state_timeout
         if fresh:

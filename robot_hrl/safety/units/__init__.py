@@ -2,6 +2,7 @@
 
 from robot_hrl.safety.units.base import ShieldUnit, Tick
 from robot_hrl.safety.units.battery import BatteryUnit
+from robot_hrl.safety.units.command import LandRequestUnit
 from robot_hrl.safety.units.envelope import AltitudeUnit, GeofenceUnit
 from robot_hrl.safety.units.estop import EmergencyStopUnit
 from robot_hrl.safety.units.limits import LimitsUnit
@@ -10,6 +11,6 @@ from robot_hrl.safety.units.subgoal import SubgoalUnit
 from robot_hrl.safety.units.watchdog import WatchdogUnit
 
 __all__ = [
-    "AltitudeUnit", "BatteryUnit", "EmergencyStopUnit", "GeofenceUnit", "LimitsUnit", "ObstacleUnit", "ShieldUnit",
+    "AltitudeUnit", "BatteryUnit", "EmergencyStopUnit", "GeofenceUnit", "LandRequestUnit", "LimitsUnit", "ObstacleUnit", "ShieldUnit",
     "SubgoalUnit", "Tick", "WatchdogUnit",
 ]
