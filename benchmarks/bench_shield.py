@@ -124,15 +124,24 @@ def bench_closed_loop(episodes: int, episode_s: float, seed: int, trained: bool,
             res = safety_eval.run(policy, episodes=randomized, episode_s=episode_s, seed=seed, randomize=True)
             print(f"  {res.summary()}")
     if trained:
-        print("\ntrained policy (models/crazyflie_goto.onnx), goals within the subgoal radius in free space:")
-        for shielded in (False, True):
-            res = safety_eval.run("trained", episodes=episodes, episode_s=episode_s, seed=seed, shielded=shielded, progress=True, onnx_path=onnx)
-            print(f"  {res.summary()}")
+        bench_trained(episodes, episode_s, seed, onnx)
+
+
+def bench_trained(episodes: int, episode_s: float, seed: int, onnx: str | None) -> None:
+    import torch
+
+    from sim import safety_eval
+
+    torch.set_num_threads(1)
+    print("\ntrained policy (models/crazyflie_goto.onnx), goals within the subgoal radius in free space:")
+    for shielded in (False, True):
+        res = safety_eval.run("trained", episodes=episodes, episode_s=episode_s, seed=seed, shielded=shielded, progress=True, onnx_path=onnx)
+        print(f"  {res.summary()}")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " Prints the figures for benchmarks/results_safety.md.")
-    parser.add_argument("--only", choices=("overhead", "closed-loop"), default=None, help="run one part only")
+    parser.add_argument("--only", choices=("overhead", "closed-loop", "trained"), default=None, help="run one part only")
     parser.add_argument("--ticks", type=int, default=20000, help="ticks per overhead measurement")
     parser.add_argument("--episodes", type=int, default=1000, help="batched episodes per closed-loop run (>= 1000 for the record)")
     parser.add_argument("--episode-s", type=float, default=5.0, help="episode length, s")
@@ -146,6 +155,8 @@ def main(argv=None) -> int:
         bench_overhead(args.ticks)
     if args.only in (None, "closed-loop"):
         bench_closed_loop(args.episodes, args.episode_s, args.seed, not args.no_trained, args.onnx, args.randomized)
+    if args.only == "trained":
+        bench_trained(args.episodes, args.episode_s, args.seed, args.onnx)
     return 0
 
 
