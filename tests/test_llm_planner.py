@@ -201,3 +201,14 @@ def test_wrong_route_and_non_chat_answers_fall_back(llm_server, world, symbolic)
     url = f"http://127.0.0.1:{llm_server.port}/unscripted/v1"
     plan = planner(world, symbolic, url, max_attempts=1).plan("takeoff 1; hover 1", world.start)
     assert "no script" in plan.fallback_reason
+
+
+def test_prompt_summarizes_a_map(llm_server, world, tmp_path):
+    from robot_hrl.planning import rasterize_world
+
+    grid_map = rasterize_world(world, 0.05, z_band=(0.5, 2.0))
+    url = llm_server("with_map", [{"content": json.dumps(VALID)}])
+    p = make_planner("llm", world, 1.0, llm_url=url, model="m", timeout_s=5.0, occupancy_map=grid_map)
+    assert p.plan("red", world.start).planner == "llm"
+    text = json.dumps(llm_server.requests("with_map")[0]["body"]["messages"])
+    assert "a map (100 x 100 cells of 0.05 m)" in text

@@ -62,9 +62,16 @@ def test_save_and_load_round_trip(tmp_path):
 
 def test_shipped_demo_map_matches_the_demo_world(repo_root, demo_world_path):
     shipped = load_map(repo_root / "models" / "maps" / "demo.yaml")
-    fresh = rasterize_world(load_world(demo_world_path), shipped.resolution)
+    world = load_world(demo_world_path)
+    fresh = rasterize_world(world, shipped.resolution, z_band=(0.5, 2.0))
     assert np.array_equal(shipped.occupied, fresh.occupied)
     assert shipped.origin == fresh.origin
+    # Used with the demo world it changes nothing: the same plan, landmarks still reachable.
+    task = "takeoff 1; visit red_box green_box blue_box; land"
+    with_map = SymbolicPlanner(world, 1.0, occupancy_map=shipped).plan(task, world.start)
+    without = SymbolicPlanner(world, 1.0).plan(task, world.start)
+    assert with_map.goal_labels == without.goal_labels
+    assert with_map.path_length_m == pytest.approx(without.path_length_m, rel=0.03)
 
 
 def test_map_generator_cli(tmp_path, demo_world_path):
@@ -72,6 +79,9 @@ def test_map_generator_cli(tmp_path, demo_world_path):
                           "--out", str(tmp_path / "gen.yaml")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert load_map(tmp_path / "gen.yaml").shape == (100, 100)
+    bad_band = subprocess.run([sys.executable, "-m", "robot_hrl.planning.make_map", "--world", str(demo_world_path),
+                               "--out", str(tmp_path / "y.yaml"), "--z-band", "2", "1"], capture_output=True, text=True)
+    assert bad_band.returncode == 1 and "LO must not exceed HI" in bad_band.stderr
     bad = subprocess.run([sys.executable, "-m", "robot_hrl.planning.make_map", "--world", str(tmp_path / "none.yaml"),
                           "--out", str(tmp_path / "x.yaml")], capture_output=True, text=True)
     assert bad.returncode == 1 and "does not exist" in bad.stderr

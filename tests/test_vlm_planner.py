@@ -68,3 +68,26 @@ def test_vlm_rejects_a_bad_image(world):
     with pytest.raises(PlanningError, match="RGB uint8"):
         planner.set_image(np.zeros((4, 4), np.float32))
     assert math.isfinite(planner.subgoal_radius_m)
+
+
+def test_plan_cli_sends_an_image_file(llm_server, world, view, tmp_path, demo_world_path):  # noqa: F811
+    import subprocess
+    import sys
+
+    pos, quat, rgb = view
+    image = tmp_path / "camera.png"
+    cv2.imwrite(str(image), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    answer = {"steps": [{"action": "goto", "landmark": "blue"}, {"action": "hover", "duration_s": 1}]}
+    url = llm_server("vlm_cli", [{"content": json.dumps(answer)}])
+    code = "import sys; from robot_hrl.cli import main; sys.exit(main(sys.argv[1:]))"
+    base = [sys.executable, "-c", code, "plan", "--world", str(demo_world_path), "--task", "go to the box you see",
+            "--start", *(str(v) for v in pos), "--image", str(image), "--yaw-deg", "143"]
+    out = subprocess.run([*base, "--planner", "vlm", "--llm-url", url, "--llm-model", "m"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "planner: vlm" in out.stdout and "blue_box" in out.stdout
+    user = llm_server.requests("vlm_cli")[0]["body"]["messages"][-1]["content"]
+    assert [p["type"] for p in user] == ["text", "image_url"]
+    assert "blue_box (blue): seen at pixel" in user[0]["text"]
+    out = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "--image is only used by --planner vlm" in out.stderr

@@ -15,8 +15,9 @@ As in map_server, image row 0 is the TOP of the map (maximum y). In memory
 cell ``(ix, iy)`` covers ``x in origin_x + [ix, ix+1) * resolution``. Unknown cells count as
 occupied for planning.
 
-``python -m robot_hrl.planning.make_map --world models/worlds/demo.yaml --out models/maps/demo.yaml``
-rasterizes a world file into a map (what models/maps/demo.yaml was made with).
+``python -m robot_hrl.planning.make_map --world models/worlds/demo.yaml --out models/maps/demo.yaml --z-band 0.5 2.0``
+rasterizes a world file into a map (what models/maps/demo.yaml was made with: the obstacles that
+reach flight altitudes, without the 0.3 m landmark boxes, which a 2-D map would make full height).
 """
 
 from __future__ import annotations
@@ -231,9 +232,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world", required=True, help="world YAML file")
     parser.add_argument("--out", required=True, help="map YAML to write; the PGM goes next to it")
     parser.add_argument("--resolution", type=float, default=0.05, help="m per pixel")
+    parser.add_argument("--z-band", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                        help="only boxes that reach altitudes LO..HI m (e.g. 0.5 2.0 leaves out low landmarks, "
+                             "which a 2-D map would make full height); default: every box")
     args = parser.parse_args(argv)
     try:
-        grid = rasterize_world(load_world(args.world), args.resolution)
+        if args.z_band is not None and not args.z_band[0] <= args.z_band[1]:
+            raise WorldError(f"--z-band {args.z_band[0]} {args.z_band[1]}: LO must not exceed HI")
+        grid = rasterize_world(load_world(args.world), args.resolution,
+                               z_band=tuple(args.z_band) if args.z_band else None)
         out = save_map(grid, args.out)
     except WorldError as exc:
         print(f"error: {exc}", file=sys.stderr)
