@@ -212,3 +212,14 @@ def test_prompt_summarizes_a_map(llm_server, world, tmp_path):
     assert p.plan("red", world.start).planner == "llm"
     text = json.dumps(llm_server.requests("with_map")[0]["body"]["messages"])
     assert "a map (100 x 100 cells of 0.05 m)" in text
+
+
+def test_server_rejecting_response_format_is_asked_again_without_it(llm_server, world, symbolic):
+    url = llm_server("no_format", [{"status": 400, "content": "unknown field response_format"},
+                                   {"content": json.dumps(VALID)}])
+    p = planner(world, symbolic, url)
+    plan = p.plan("red", world.start)
+    assert plan.planner == "llm" and plan.rejected_answers == []
+    first, second = (r["body"] for r in llm_server.requests("no_format"))
+    assert "response_format" in first and "response_format" not in second
+    assert p.client.json_schema_format is False

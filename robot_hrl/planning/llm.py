@@ -73,6 +73,16 @@ class ChatClient:
             self.api_key = next((os.environ[v] for v in API_KEY_ENV_VARS if os.environ.get(v)), None)
 
     def complete(self, messages: list[dict]) -> str:
+        try:
+            return self._complete(messages)
+        except LLMRequestError as exc:
+            # Some servers reject ``response_format``; ask again once without it, and from now on.
+            if self.json_schema_format and " HTTP 400" in str(exc):
+                self.json_schema_format = False
+                return self._complete(messages)
+            raise
+
+    def _complete(self, messages: list[dict]) -> str:
         body = {"model": self.model, "messages": messages, "temperature": 0.0, "stream": False}
         if self.json_schema_format:
             body["response_format"] = {"type": "json_schema",
