@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from robot_hrl.planning import PlannerConfig, SymbolicPlanner
 from robot_hrl.planning.visibility import OctagonVisibilityGraph
@@ -108,3 +110,30 @@ def test_points_in_an_octagon_corner_fall_back_to_the_grid():
     assert plan.steps[0].path is not None
     for p in np.linspace(plan.steps[0].path[:-1], plan.steps[0].path[1:], 100).reshape(-1, 3):
         assert world.obstacles[0].distance(p) > CRAZYFLIE_2X.collision_radius_m
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000))
+def test_random_worlds_give_clear_spaced_paths_or_clear_errors(seed):
+    from robot_hrl.errors import PlanningError
+
+    rng = np.random.default_rng(seed)
+    boxes = random_boxes(rng, n=int(rng.integers(1, 6)), size=8.0)
+    world = World.model_validate({
+        "name": "r", "bounds": {"min": [0, 0, 0], "max": [8, 8, 3]}, "start": [0.2, 0.2, 0.0],
+        "obstacles": [{"name": f"b{i}", "center": [b[0], b[1], rng.uniform(0.5, 1.5)],
+                       "size": [2 * b[2], 2 * b[3], rng.uniform(0.4, 3.0)]} for i, b in enumerate(boxes)]})
+    planner = SymbolicPlanner(world, subgoal_radius_m=float(rng.uniform(0.3, 1.5)))
+    points = rng.uniform([0, 0, 0.3], [8, 8, 2.7], (4, 3))
+    task = "visit " + " ".join(",".join(f"{v:.3f}" for v in p) for p in points[1:])
+    try:
+        plan = planner.plan(task, points[0])
+    except PlanningError as exc:
+        assert str(exc)  # every failure says why
+        return
+    pts = np.vstack([points[0], *plan.subgoals])
+    assert np.linalg.norm(np.diff(pts, axis=0), axis=1).max() <= 0.9 * planner.subgoal_radius_m + 1e-9
+    for step in plan.steps:
+        for p in np.linspace(step.path[:-1], step.path[1:], 60).reshape(-1, 3):
+            assert world.bounds.contains(p)
+            assert min(b.distance(p) for b in world.obstacles) > CRAZYFLIE_2X.collision_radius_m
