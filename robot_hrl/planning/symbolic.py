@@ -53,7 +53,7 @@ class PlannerConfig:
     1 disables it."""
     landing_search_m: float = 1.0
     """``land`` above an obstacle (a landmark box) moves to the nearest clear spot within this first."""
-    max_map_boxes: int = 400
+    max_map_boxes: int = 200
     """A map whose occupied cells merge into at most this many rectangles is planned with the
     visibility graph too (its rectangles become full-height boxes); beyond, on the grid only."""
     use_visibility_graph: bool = True

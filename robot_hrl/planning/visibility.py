@@ -89,27 +89,43 @@ class OctagonVisibilityGraph:
         return ok
 
     def clear(self, a: np.ndarray, b: np.ndarray, chunk: int = 4096) -> np.ndarray:
-        """Whether segments a[k] -> b[k] (K, 2) enter no octagon's interior."""
+        """Whether segments a[k] -> b[k] (K, 2) enter no octagon's interior.
+
+        Only the boxes whose bounding square meets the segment's bounding box are clipped.
+        """
         a = np.atleast_2d(np.asarray(a, dtype=np.float64))
         b = np.atleast_2d(np.asarray(b, dtype=np.float64))
         out = np.ones(len(a), dtype=bool)
         if len(self.centers) == 0 or len(a) == 0:
             return out
+        box_lo = self.centers - self.half[:, :2]
+        box_hi = self.centers + self.half[:, :2]
         for k in range(0, len(a), chunk):
             pa, pb = a[k:k + chunk], b[k:k + chunk]
-            p0 = self._slab_coords(pa)  # (K, M, 4)
-            dv = pb - pa
-            dp = np.stack([dv[:, 0], dv[:, 1], dv[:, 0] + dv[:, 1], dv[:, 0] - dv[:, 1]], axis=-1)[:, None, :]
-            h = self.half[None]
+            lo, hi = np.minimum(pa, pb), np.maximum(pa, pb)
+            near = ((lo[:, None, 0] < box_hi[None, :, 0]) & (hi[:, None, 0] > box_lo[None, :, 0])
+                    & (lo[:, None, 1] < box_hi[None, :, 1]) & (hi[:, None, 1] > box_lo[None, :, 1]))
+            si, bi = np.nonzero(near)
+            if len(si) == 0:
+                continue
+            d = pa[si] - self.centers[bi]
+            p0 = np.stack([d[:, 0], d[:, 1], d[:, 0] + d[:, 1], d[:, 0] - d[:, 1]], axis=-1)
+            dv = (pb - pa)[si]
+            dp = np.stack([dv[:, 0], dv[:, 1], dv[:, 0] + dv[:, 1], dv[:, 0] - dv[:, 1]], axis=-1)
+            h = self.half[bi]
             with np.errstate(divide="ignore", invalid="ignore"):
                 t1 = (-h - p0) / dp
                 t2 = (h - p0) / dp
             flat = np.abs(dp) < 1e-15
-            lo = np.where(flat, np.where(np.abs(p0) < h, -np.inf, np.inf), np.minimum(t1, t2))
-            hi = np.where(flat, np.where(np.abs(p0) < h, np.inf, -np.inf), np.maximum(t1, t2))
-            tlo = np.maximum(lo.max(axis=-1), 0.0)
-            thi = np.minimum(hi.min(axis=-1), 1.0)
-            out[k:k + chunk] = ~np.any(tlo < thi, axis=1)
+            inside = np.abs(p0) < h
+            lo_t = np.where(flat, np.where(inside, -np.inf, np.inf), np.minimum(t1, t2))
+            hi_t = np.where(flat, np.where(inside, np.inf, -np.inf), np.maximum(t1, t2))
+            tlo = np.maximum(lo_t.max(axis=-1), 0.0)
+            thi = np.minimum(hi_t.min(axis=-1), 1.0)
+            hit = tlo < thi
+            blocked = np.zeros(len(pa), dtype=bool)
+            blocked[si[hit]] = True
+            out[k:k + chunk] = ~blocked
         return out
 
     def shortest_path(self, a, b) -> np.ndarray | None:
