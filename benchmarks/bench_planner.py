@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 from robot_hrl.errors import PlanningError
 from robot_hrl.planning import PlannerConfig, SymbolicPlanner, rasterize_world
+from robot_hrl.planning.visibility import OctagonVisibilityGraph
 from robot_hrl.planning.search import line_of_sight
 from robot_hrl.world import World
 
@@ -157,6 +158,23 @@ def min_clearance(world: World, plan) -> float:
     return best
 
 
+def graph_scaling(counts=(30, 60, 100, 150, 200), repeats: int = 3) -> None:
+    """Visibility-graph build time (once per world and band) against the number of boxes,
+    at the benchmark's box density."""
+    print("visibility graph build vs number of boxes (CPU, best of %d):" % repeats)
+    for n in counts:
+        rng = np.random.default_rng(n)
+        size = SIZE_M * math.sqrt(n / 30)
+        boxes = np.column_stack([rng.uniform(1, size - 1, (n, 2)), rng.uniform(0.2, 1.5, (n, 2))])
+        best, vertices = math.inf, 0
+        for _ in range(repeats):
+            c0 = time.process_time()
+            graph = OctagonVisibilityGraph(boxes, PlannerConfig().inflation_m, (0.165, 0.165, size - 0.165, size - 0.165))
+            best = min(best, time.process_time() - c0)
+            vertices = len(graph.vertices)
+        print(f"  {n:4d} boxes ({size:4.1f} m square): {vertices:5d} vertices, {best * 1e3:7.1f} ms")
+
+
 def _stats(values: list[float]) -> str:
     q = statistics.quantiles(values, n=10, method="inclusive") if len(values) > 1 else values * 9
     return f"p50 {statistics.median(values):7.1f} ms, p90 {q[8]:7.1f} ms, max {max(values):7.1f} ms"
@@ -167,7 +185,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--optimality-trials", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scaling-only", action="store_true", help="only the graph build time vs box count")
     args = parser.parse_args()
+    if args.scaling_only:
+        graph_scaling()
+        return
     rng = np.random.default_rng(args.seed)
     modes = {"graph": PlannerConfig(), "map": PlannerConfig(), "grid": PlannerConfig(use_visibility_graph=False),
              "grid-fine": PlannerConfig(use_visibility_graph=False, coarse_factor=1)}
@@ -255,6 +277,8 @@ def main() -> None:
         if clearance[mode]:
             print(f"  smallest distance from the path to a box: {min(clearance[mode]):.4f} m "
                   f"(inflation {PlannerConfig().inflation_m:.3f} m)")
+
+    graph_scaling()
 
 
 if __name__ == "__main__":
