@@ -360,8 +360,9 @@ class PlannerNode:
         if all(np.isfinite(pos)):
             self.core.on_position(pos)
         if self.core.pending_task is not None:
+            task = self.core.pending_task
             error = self.core.poll_pending(self._now())
-            self._after_task(self.core.task_text, error)
+            self._after_task(task, error)
 
     def _on_image(self, msg) -> None:
         from robot_hrl.msgs import array_from_image
