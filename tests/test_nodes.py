@@ -280,8 +280,8 @@ def test_skill_core_lands_on_request_and_reports_each_phase(skill):
         skill.on_state(_state((0.5, 0.5, z), t), t)
         states.append(skill.tick(t).status["state"])
     seen = [s for i, s in enumerate(states) if i == 0 or s != states[i - 1]]
-    assert seen[-3:] == ["holding", "landing", "landed"], seen
-    assert "watchdog" not in skill.interventions  # a requested landing is not an intervention
+    assert seen[-2:] == ["landing", "landed"], seen
+    assert "command" not in skill.interventions and "watchdog" not in skill.interventions  # requested: no intervention
 
 
 def test_skill_core_estop_latches_until_released(skill):

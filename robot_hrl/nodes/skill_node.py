@@ -117,6 +117,7 @@ class SkillCore:
         self.landed_request: np.ndarray | None = None
         """The requested subgoal when the shield cut the motors after landing."""
         self._reset_faults = False
+        self._land_sent = False
         self._subgoal_active: set = set()
         self._tick_active: set = set()
 
@@ -180,11 +181,11 @@ class SkillCore:
 
     def _count_tick(self, interventions, land_requested: bool) -> None:
         """Tick interventions count once per episode: when a unit.constraint starts acting.
-        The hold-then-land that carries out a requested landing is not an intervention."""
+        The landing that carries out a request is not an intervention."""
         active = set()
         for item in interventions or []:
             key = (item.unit, item.constraint)
-            if land_requested and key == ("watchdog", "stale_subgoal"):
+            if land_requested and key in (("watchdog", "stale_subgoal"), ("command", "land_request")):
                 continue
             active.add(key)
             if key not in self._tick_active:
@@ -240,14 +241,18 @@ class SkillCore:
                           lambda: self._status(status_state, state, mode, reason, now))
 
     def shield_step(self, now, state, state_stamp, subgoal, subgoal_stamp, actions, inference_s, land):
-        """One shield tick. A requested landing withholds the subgoal: the shield's watchdog then
-        holds for ``watchdog.hold_s`` and its backup lands and cuts the motors (the shield has no
-        separate landing request)."""
+        """One shield tick. A requested landing goes to ``Shield.request_land`` once (the shield's
+        command unit: backup land, then motors off, latched until a new flight resets it)."""
         from robot_hrl.safety import ShieldInput
 
         request_land = getattr(self.shield, "request_land", None)
-        if land and request_land is not None:
-            request_land(now)
+        if land and not self._land_sent:
+            self._land_sent = True
+            if request_land is not None:
+                request_land(now, "landing requested on /subgoal")
+        elif not land:
+            self._land_sent = False
+        # Without request_land (older shields) the subgoal is withheld: the watchdog holds, then lands.
         inp = ShieldInput(now, state, actions, subgoal_w=None if land and request_land is None else subgoal,
                           subgoal_stamp_s=subgoal_stamp, state_stamp_s=state_stamp, inference_s=inference_s)
         out = self.shield.step(inp)
