@@ -315,3 +315,23 @@ def test_node_executables_refuse_bad_parameters(repo_root, module, args, message
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr, proc.stderr
+
+
+def test_live_summary_renders_every_state(world):
+    from rich.console import Console
+
+    from robot_hrl.launch.launcher import _LiveSummary
+
+    m = RunMonitor(world)
+    console = Console(record=True, width=120)
+    console.print(_LiveSummary(m, enabled=False)._table(0.0))  # nothing known yet
+    m.on_planner_status(json.dumps({"state": "executing", "goals_reached": 2, "goals_total": 6,
+                                    "current_goal": "goto red_box"}))
+    m.on_skill_status(json.dumps({"state": "tracking", "subgoal": [1.0, 2.0, 1.0], "distance": 0.42}))
+    m.on_diagnostic("skill_node: shield", 1, "mode backup_hold", {"mode": "backup_hold"}, 1.0)
+    m.on_diagnostic("skill_node: interventions", 1, "", {"interventions.obstacles": "2"}, 1.0)
+    m.on_diagnostic("planner_node: task", 2, "task rejected: bad", {}, 1.0)
+    console.print(_LiveSummary(m, enabled=False)._table(3.5))
+    text = console.export_text()
+    assert "goal 2/6" in text and "0.42 m" in text and "backup_hold" in text and "obstacles: 2" in text
+    assert "task rejected" in text
