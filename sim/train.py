@@ -286,7 +286,8 @@ def run(args, argv: list[str] | None = None) -> int:
     env = make_env(args.task, num_envs=args.num_envs, device=device, cfg=env_cfg_dict, seed=seed)
     if env_cfg_dict is None:  # Isaac Lab: record what the adapter reports
         env_cfg_dict = getattr(env, "cfg_dict", {})
-    runner = OnPolicyRunner(env, agent_cfg, log_dir=str(run_dir) if main_process else None, device=device)
+    with contextlib.redirect_stdout(io.StringIO()):  # rsl_rl prints the model structure
+        runner = OnPolicyRunner(env, agent_cfg, log_dir=str(run_dir) if main_process else None, device=device)
     if args.resume:
         resume = Path(args.resume)
         ckpt = latest_checkpoint(resume) if resume.is_dir() else resume
