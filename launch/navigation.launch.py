@@ -15,6 +15,7 @@ from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 
 from robot_hrl.launch.graph import LAUNCH_ARGUMENTS, NAVIGATION_NODES
 
@@ -40,7 +41,8 @@ def generate_launch_description() -> LaunchDescription:
     for spec in NAVIGATION_NODES:
         overrides = {"use_sim_time": LaunchConfiguration("use_sim")}
         for arg, param in spec.arguments.items():
-            overrides[param] = LaunchConfiguration(arg)
+            # typed as strings: an empty task or a path must not be YAML-parsed into None or a number
+            overrides[param] = ParameterValue(LaunchConfiguration(arg), value_type=str)
         if spec.name == "sim_node":  # the VLM planner looks through the robot's camera
             overrides["camera"] = PythonExpression(["'", LaunchConfiguration("planner"), "' == 'vlm'"])
         actions.append(
