@@ -33,6 +33,9 @@ class BackupController:
         self.min_thrust = b.min_thrust_fraction_of_weight * model.weight
         self.max_thrust = b.max_thrust_fraction_of_max * model.max_total_thrust
         self.land_speed = b.land_speed_mps
+        self.recovery_thrust = b.recovery_thrust_fraction_of_weight * model.weight
+        self.recovery_cos = math.cos(math.radians(b.recovery_angle_deg))
+        self.yaw_max = b.yaw_torque_fraction * model.high[3]
         self.ki = b.velocity_integral_gain_per_s2
         self.i_max = b.integral_limit_mps2
         self.dt = model.dt
@@ -86,10 +89,14 @@ class BackupController:
         fx, fy, fz = m.mass * ax, m.mass * ay, m.mass * (az + g)
         fn = math.sqrt(fx * fx + fy * fy + fz * fz)
         zdx, zdy, zdz = fx / fn, fy / fn, fz / fn
-        # collective thrust: the thrust vector projected on the current body z
+        # collective thrust: the thrust vector projected on the current body z; far from the
+        # desired attitude, enough thrust that the mixer keeps the torque authority to recover
         thrust = fx * r[2] + fy * r[5] + fz * r[8]
-        if thrust < self.min_thrust:
-            thrust = self.min_thrust
+        floor = self.min_thrust
+        if zdx * r[2] + zdy * r[5] + zdz * r[8] < self.recovery_cos and floor < self.recovery_thrust:
+            floor = self.recovery_thrust
+        if thrust < floor:
+            thrust = floor
         elif thrust > self.max_thrust:
             thrust = self.max_thrust
         # desired attitude: body z along the thrust vector, heading kept (current body x)
@@ -132,5 +139,6 @@ class BackupController:
         lo, hi = m.low, m.high
         tx = lo[1] if tx < lo[1] else hi[1] if tx > hi[1] else tx
         ty = lo[2] if ty < lo[2] else hi[2] if ty > hi[2] else ty
-        tz = lo[3] if tz < lo[3] else hi[3] if tz > hi[3] else tz
+        ym = self.yaw_max  # yaw last: its differential thrust would starve roll and pitch in the mixer
+        tz = -ym if tz < -ym else ym if tz > ym else tz
         return [thrust, tx, ty, tz]

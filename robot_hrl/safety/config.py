@@ -66,6 +66,7 @@ class LimitsCfg(BaseModel):
     min_thrust_n: float = Field(ge=0.0)
     max_thrust_n: float = Field(gt=0.0)
     max_action_slew_per_s: float = Field(gt=0.0)
+    tilted_yaw_torque_fraction: float = Field(ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _ordered(self) -> "LimitsCfg":
@@ -122,6 +123,9 @@ class BackupCfg(BaseModel):
     rate_gain_per_s: float = Field(gt=0.0)
     velocity_integral_gain_per_s2: float = Field(ge=0.0)
     integral_limit_mps2: float = Field(ge=0.0)
+    yaw_torque_fraction: float = Field(gt=0.0, le=1.0)
+    recovery_angle_deg: float = Field(gt=0.0, lt=180.0)
+    recovery_thrust_fraction_of_weight: float = Field(ge=0.0, le=2.0)
     min_thrust_fraction_of_weight: float = Field(ge=0.0, lt=1.0)
     max_thrust_fraction_of_max: float = Field(gt=0.0, le=1.0)
     land_speed_mps: float = Field(gt=0.0)

@@ -11,7 +11,8 @@ In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
    ``body_rate_horizon_s``, ``w + h tau / J``, stays within the rate limits (a box on tau).
 4. ``attitude``: the tilt rate after the torque acts for ``attitude_horizon_s`` must be one
    the robot can stop (motor lag, then half its torque authority) before ``max_tilt_deg``
-   (a half-plane on (tau_x, tau_y)); the torque is projected onto it.
+   (a half-plane on (tau_x, tau_y)); the torque is projected onto it, and the yaw torque is
+   bounded by ``tilted_yaw_torque_fraction`` of its range (roll and pitch get the mixer first).
 
 Where the rate and attitude constraints cannot both be met inside the slew box, the slew gives
 way (it protects the motors; the others protect the flight). Where they cannot be met inside
@@ -49,6 +50,7 @@ class LimitsUnit(ShieldUnit):
         self.rate_h = lim.body_rate_horizon_s
         self.max_tilt = math.radians(lim.max_tilt_deg)
         self.att_h = lim.attitude_horizon_s
+        self.tilted_yaw = lim.tilted_yaw_torque_fraction * model.high[3]
         self.tilt_lag = model.tilt_lag
         self.tilt_alpha = model.tilt_alpha
         self.max_speed = lim.max_speed_mps
@@ -167,6 +169,11 @@ class LimitsUnit(ShieldUnit):
                 if gx * tx + gy * ty > rhs + 1e-12:  # not feasible inside the box: widen to the range
                     tx, ty = self._project(gx, gy, rhs, cmd[1], cmd[2], [lo[1], lo[2]], [hi[1], hi[2]])
                 cmd[1], cmd[2] = tx, ty
+                ym = self.tilted_yaw  # roll and pitch first: yaw's differential thrust would starve them
+                if cmd[3] > ym:
+                    cmd[3] = ym
+                elif cmd[3] < -ym:
+                    cmd[3] = -ym
                 tick.record(self, "attitude", before, tuple(cmd))
         # 5. velocity
         speed_h, speed = self.predicted_speed(tick.v, tick.r, max(cmd[0], tick.thrust_est))

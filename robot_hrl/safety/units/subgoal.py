@@ -54,7 +54,7 @@ class SubgoalUnit(ShieldUnit):
 
     # ---- the constraints ------------------------------------------------------------------
     def in_fence(self, g) -> bool:
-        return all(self.lo[i] - 1e-9 <= g[i] <= self.hi[i] + 1e-9 for i in range(3))
+        return all(self.lo[i] <= g[i] <= self.hi[i] for i in range(3))
 
     def colliding(self, g):
         for i, box in enumerate(self.boxes):
@@ -68,7 +68,7 @@ class SubgoalUnit(ShieldUnit):
             return False
         if not self.in_fence(g) or self.colliding(g) is not None:
             return False
-        if position is not None and math.dist(g, position) > self.radius + 1e-9:
+        if position is not None and math.dist(g, position) > self.radius:
             return False
         return True
 
