@@ -69,6 +69,29 @@ def test_rogue_subgoals_are_shielded_and_reported_and_a_malformed_task_changes_n
         assert np.linalg.norm(_position(run) - hover) < 0.3
         assert run.launcher.monitor.violations == []
 
+        # ---- garbage on /odom and /cmd_wrench: refused, counted, reported; the flight goes on
+        from robot_hrl.msgs import Odometry, WrenchStamped
+        from robot_hrl.transport.interface import COMMAND_QOS, SENSOR_QOS
+
+        bad_odom = run.node.create_publisher(Odometry, "/odom", SENSOR_QOS)
+        bad_cmd = run.node.create_publisher(WrenchStamped, "/cmd_wrench", COMMAND_QOS)
+        for _ in range(5):
+            odom = Odometry()
+            odom.pose.pose.orientation.w = 0.0  # a zero quaternion
+            bad_odom.publish(odom)
+            odom = Odometry()
+            odom.pose.pose.position.x = math.nan
+            bad_odom.publish(odom)
+            cmd = WrenchStamped()
+            cmd.wrench.force.z = math.inf
+            bad_cmd.publish(cmd)
+            run.spin_sim_seconds(0.1)
+        run.spin_sim_seconds(1.0)
+        assert int(run.seen.diags("skill_node: interventions")[-1][4]["odometry_errors"]) >= 5
+        assert int(float(run.sim_truth()["non_finite_commands"])) >= 5
+        run.wait_for("the robot at its subgoal", run.skill_state_is("reached"))
+        assert run.launcher.monitor.violations == []
+
         # ---- the emergency stop, from its command line tool: latched, motors off, reported
         estop = [sys.executable, "-m", "robot_hrl.nodes.estop", "--domain-id", str(run.domain_id), "--wait", "20"]
         done = subprocess.run(estop, env=os.environ.copy(), capture_output=True, text=True, timeout=60)
