@@ -295,6 +295,8 @@ def run(args, argv: list[str] | None = None) -> int:
             raise ConfigError(f"--resume {args.resume}: no such checkpoint file or run directory")
         runner.load(str(ckpt), map_location=device)
         runner.current_learning_iteration += 1
+        if hasattr(env, "common_step_counter"):  # the curriculum continues where the checkpoint left it
+            env.common_step_counter = runner.current_learning_iteration * agent_cfg["num_steps_per_env"]
         print(f"resumed from {ckpt} (iteration {runner.current_learning_iteration})")
 
     if main_process:
@@ -310,6 +312,13 @@ def run(args, argv: list[str] | None = None) -> int:
             "git_commit": _git_commit(),
             "torch_version": torch.__version__,
         }
+        if args.resume:  # keep the provenance chain of fine-tuned runs
+            resume = Path(args.resume)
+            parent_dir = resume if resume.is_dir() else resume.parent
+            config["resumed_from"] = str(latest_checkpoint(resume) if resume.is_dir() else resume)
+            parent_cfg = parent_dir / RUN_CONFIG
+            if parent_cfg.is_file():
+                config["parent_run_config"] = json.loads(parent_cfg.read_text())
         (run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2))
 
     eval_env = None
