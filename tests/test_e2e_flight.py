@@ -59,6 +59,18 @@ def test_navigation_task_completes_with_no_violations_and_a_full_recording(tmp_p
         assert msg.child_frame_id == "base_link"
 
 
+def test_the_graph_also_flies_in_real_time(tmp_path):
+    """Without use_sim_time: the sim paces itself to the wall clock, the skill node runs its
+    fixed-rate loop, stamps are wall-clock times."""
+    off = [a for node in ("sim_node", "skill_node", "planner_node") for a in ("-p", f"{node}.use_sim_time=false")]
+    proc = _launch(tmp_path, "--task", "takeoff 0.8; goto 1.0 1.0 0.8; land", "--out", str(tmp_path / "run"),
+                   "--result", str(tmp_path / "result.json"), "--timeout", "120", "--no-record", *off)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert proc.returncode == 0 and result["success"], proc.stdout + proc.stderr
+    assert result["goals_reached"] == result["goals_total"] == 3 and result["violations"] == 0
+    assert float(result["deadline"]["ticks"]) > 100 and float(result["deadline"]["rate_hz"]) == 100.0
+
+
 @pytest.mark.parametrize("args, message", [
     (["--world", "models/worlds/none.yaml"], "was not found"),
     (["--model", "nope.onnx"], "was not found"),

@@ -335,3 +335,21 @@ def test_live_summary_renders_every_state(world):
     text = console.export_text()
     assert "goal 2/6" in text and "0.42 m" in text and "backup_hold" in text and "obstacles: 2" in text
     assert "task rejected" in text
+
+
+def test_skill_core_takes_off_again_only_for_a_new_subgoal_and_fresh_odometry(skill):
+    skill.on_state(_state((0.5, 0.5, 0.0125), 0.0), 0.0)
+    skill.on_subgoal((0.5, 0.5, 1.0), 0.0)
+    skill.on_subgoal((0.5, 0.5, 0.0), 0.0)  # land at once
+    t = 0.0
+    while skill.tick(t).state != "landed":
+        t += 0.01
+        skill.on_state(_state((0.5, 0.5, 0.0125), t), t)
+        assert t < 30
+    skill.on_subgoal((0.5, 0.5, 0.0), t)  # the planner's heartbeat: the same landing
+    assert skill.tick(t + 0.01).state == "landed"
+    skill.on_subgoal((1.0, 1.0, 1.0), t + 5.0)  # a new flight, but the odometry is 5 s old
+    assert skill.tick(t + 5.0).state == "landed"
+    skill.on_state(_state((0.5, 0.5, 0.0125), t + 5.0), t + 5.0)
+    skill.on_subgoal((1.0, 1.2, 1.0), t + 5.0)  # a new flight with fresh odometry: take off
+    assert skill.tick(t + 5.01).state != "landed"

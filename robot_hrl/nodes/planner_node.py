@@ -147,8 +147,8 @@ class PlannerCore:
             return
         last = self.sub_index + 1 >= len(step.subgoals)
         distance = status.get("distance")
-        passed = (not last and step.action != "hover" and isinstance(distance, (int, float))
-                  and distance <= self.config.pass_radius_m)
+        passed = (not last and step.action != "hover" and state in ("tracking", "reached")
+                  and isinstance(distance, (int, float)) and distance <= self.config.pass_radius_m)
         if state == "reached" or passed:
             self.blocked_since = None
             if step.action == "hover":

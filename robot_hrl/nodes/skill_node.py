@@ -163,9 +163,18 @@ class SkillCore:
                 if not self.engaged:
                     self.engaged = True
                 elif self.last_mode == "motors_off" and not self.shield_latched() and new_request \
-                        and self.landed_request is not None and not np.array_equal(p, self.landed_request):
+                        and self.landed_request is not None and not np.array_equal(p, self.landed_request) \
+                        and self._state_fresh(now):
                     self._reset_faults = True  # landed, and a new flight is asked for: take off again
             return interventions
+
+    def _state_fresh(self, now: float) -> bool:
+        """A state younger than the shield's state timeout (never take off again on stale odometry)."""
+        if self.state is None:
+            return False
+        watchdog = getattr(self.shield, "watchdog", None)
+        timeout = float(getattr(watchdog, "state_timeout", 0.1))
+        return now - float(self.state.stamp_s) <= timeout
 
     def _filter_subgoal(self, p, current, now):
         safe, interventions = self.shield.filter_subgoal(p, current, now)

@@ -124,11 +124,17 @@ class SimNode:
     def sim_time(self) -> float:
         return float(self.sim.time_s)
 
+    def stamp(self, t: float) -> float:
+        """Message stamps: the sim time with use_sim_time (the sim owns /clock), else the wall
+        clock at publication (the other nodes' clock; a sim slower than real time then shows
+        as the real-time factor, not as stale data)."""
+        return t if self.use_sim_time else time.time()
+
     def publish_state(self) -> None:
         t = self.sim_time()
         if not self._odom_dropped(t):
             state = self.sim.state()
-            state.stamp_s = t
+            state.stamp_s = self.stamp(t)
             self.odom_pub.publish(odometry_from_state(state, frame_id="odom", child_frame_id="base_link"))
         if self.use_sim_time:
             self.clock_pub.publish(Clock(clock=time_from_seconds(t)))
@@ -137,8 +143,8 @@ class SimNode:
             from robot_hrl.msgs import image_from_array
 
             rgb, _depth = self.sim.camera_image()
-            self.image_pub.publish(image_from_array(np.ascontiguousarray(rgb[..., :3]).astype(np.uint8), "rgb8", t,
-                                                    "camera_optical"))
+            self.image_pub.publish(image_from_array(np.ascontiguousarray(rgb[..., :3]).astype(np.uint8), "rgb8",
+                                                    self.stamp(t), "camera_optical"))
         if t >= self._next_diag_s:
             self._next_diag_s = t + 1.0 / float(self.p["diagnostics_rate_hz"])
             self.publish_diagnostics()
@@ -159,7 +165,7 @@ class SimNode:
         if self.collisions:
             values["last_collision_with"] = self.collisions[-1]["with"]
             values["last_collision_position"] = self.collisions[-1]["position"]
-        self.diag_pub.publish(diag_array(t, [diag_status("sim_node: physics", level, message, values,
+        self.diag_pub.publish(diag_array(self.stamp(t), [diag_status("sim_node: physics", level, message, values,
                                                          hardware_id="pybullet")]))
 
     # ---- the loop -----------------------------------------------------------------------------
