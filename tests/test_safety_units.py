@@ -388,3 +388,28 @@ def test_nominal_hover_passes_the_whole_shield_unchanged():
         assert out.mode == "policy" and out.interventions == ()
         np.testing.assert_allclose(out.actions, hover, atol=1e-12)
     assert s.ticks == 50 and s.ticks_intervened == 0 and s.intervention_rate == 0.0
+
+
+@SETTINGS
+@given(latched=st.booleans(), cmd=st.tuples(*[st.floats(-1, 1)] * 4))
+def test_estop_unit_acts_only_when_latched(latched, cmd):
+    s = fresh_shield()
+    if latched:
+        s.estop("test")
+    t = make_tick((2.0, 2.0, 1.0), (0, 0, 0), (0, 0, 0), (0, 0, 0), wrench_of(cmd))
+    s.estop_unit.check(t)
+    assert (t.motors_off is not None) == latched
+    assert t.cmd == wrench_of(cmd) and t.interventions is None  # the unit never edits the command itself
+
+
+@SETTINGS
+@given(requested=st.booleans(), ticks=st.integers(1, 5))
+def test_command_unit_lands_exactly_when_asked(requested, ticks):
+    s = fresh_shield()
+    if requested:
+        s.request_land(0.0, "test")
+    for _ in range(ticks):
+        t = Tick()
+        s.command.check(t)
+        assert (t.land_unit is s.command) == requested
+        assert t.hold_unit is None and t.reject_unit is None
