@@ -14,6 +14,7 @@ import pytest
 
 from robot_hrl.launch import graph
 from robot_hrl.transport.dds_config import loopback_env, unique_domain_id
+from test_e2e_support import E2E_DOMAIN_BLOCK
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +23,7 @@ TASK = "takeoff 1.0; goto red_box; goto green_box; goto blue_box; goto 1.5 3.0 1
 
 
 def _launch(tmp_path: Path, *extra: str, timeout_s: float = 400.0) -> subprocess.CompletedProcess:
-    domain = unique_domain_id(block=4)
+    domain = unique_domain_id(block=E2E_DOMAIN_BLOCK)
     env = {**os.environ, **loopback_env(domain)}
     cmd = [sys.executable, "-c", "import sys; from robot_hrl.cli import main; sys.exit(main())", "launch", "navigation", "--no-live", "--domain-id", str(domain),
            *extra]

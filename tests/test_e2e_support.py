@@ -28,6 +28,9 @@ WAIT_S = 150.0
 """Wall-clock bound of any single wait (a bound for a stuck run, not a timing assertion)."""
 
 HOVER_TASK = "takeoff 1.0; hover 600"
+E2E_DOMAIN_BLOCK = 3
+"""Every test of the nodes takes its domain ids from block 3 (one band per pytest-xdist worker), away
+from block 0 (the transport tests); a counter per worker process keeps them apart."""
 
 
 @dataclass
@@ -49,7 +52,9 @@ class Seen:
 
 class GraphRun:
     def __init__(self, tmp_path: Path, params: dict | None = None, use_sim: str = "true"):
-        self.domain_id = unique_domain_id(block=3)
+        # Every test of the nodes uses block 3: a band of domain ids per pytest-xdist worker, away
+        # from block 0 (the transport tests); one counter per worker process keeps them apart.
+        self.domain_id = unique_domain_id(block=E2E_DOMAIN_BLOCK)
         self.launcher = Launcher(LaunchOptions(
             arguments={"use_sim": use_sim}, out=tmp_path / "run", domain_id=self.domain_id, record=False, live=False,
             params=params or {}))

@@ -310,7 +310,7 @@ def test_node_executables_refuse_bad_parameters(repo_root, module, args, message
 
     from robot_hrl.transport.dds_config import loopback_env, unique_domain_id
 
-    env = {**os.environ, **loopback_env(unique_domain_id(block=5))}
+    env = {**os.environ, **loopback_env(unique_domain_id(block=3))}  # block 3: as tests/test_e2e_support.py
     proc = subprocess.run([sys.executable, "-m", module, "--ros-args", *args], cwd=repo_root, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
