@@ -27,6 +27,16 @@ def quat_normalize(q: np.ndarray) -> np.ndarray:
 def rotation_matrix_from_quat(q_wxyz: np.ndarray) -> np.ndarray:
     """Rotation matrix R (body to world) of a unit quaternion; shape (..., 3, 3)."""
     q = np.asarray(q_wxyz, dtype=np.float64)
+    if q.shape == (4,):
+        # One quaternion (the control tick): float arithmetic beats a dozen tiny numpy ops.
+        w, x, y, z = q.tolist()
+        return np.array(
+            [
+                [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+            ]
+        )
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     r = np.empty(q.shape[:-1] + (3, 3), dtype=np.float64)
     r[..., 0, 0] = 1 - 2 * (y * y + z * z)

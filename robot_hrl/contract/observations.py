@@ -49,24 +49,48 @@ OBSERVATION_TERMS: dict[str, Callable[[ObservationInputs], np.ndarray]] = {
 }
 
 
+class _CompiledTerms:
+    """The term functions and the stacked clip bounds of one contract, resolved once."""
+
+    def __init__(self, terms):
+        self.terms = tuple(terms)  # keeps the key's object alive while cached
+        self.functions = []
+        for term in self.terms:
+            fn = OBSERVATION_TERMS.get(term.name)
+            if fn is None:
+                raise ObservationError(
+                    f"the contract asks for observation term {term.name!r}, which this runtime does not "
+                    f"implement (known: {sorted(OBSERVATION_TERMS)}); update robot_hrl"
+                )
+            self.functions.append(fn)
+        self.sizes = [term.size for term in self.terms]
+        self.low = np.concatenate([np.full(t.size, t.clip[0]) for t in self.terms])
+        self.high = np.concatenate([np.full(t.size, t.clip[1]) for t in self.terms])
+
+
+_COMPILED: dict[int, _CompiledTerms] = {}
+
+
+def _compiled(terms) -> _CompiledTerms:
+    compiled = _COMPILED.get(id(terms))
+    if compiled is None or compiled.terms is not terms and compiled.terms != tuple(terms):
+        compiled = _COMPILED[id(terms)] = _CompiledTerms(terms)
+    return compiled
+
+
 def compute_observation(terms, inputs: ObservationInputs) -> np.ndarray:
     """Concatenate the contract's terms in order, each clipped to its range; float32.
 
-    ``terms`` is a sequence of :class:`robot_hrl.contract.schema.ObservationTerm`.
+    ``terms`` is a sequence of :class:`robot_hrl.contract.schema.ObservationTerm`. The term
+    functions and the clip bounds are resolved once per contract (this runs every tick).
     """
-    parts = []
-    for term in terms:
-        fn = OBSERVATION_TERMS.get(term.name)
-        if fn is None:
-            raise ObservationError(
-                f"the contract asks for observation term {term.name!r}, which this runtime does not "
-                f"implement (known: {sorted(OBSERVATION_TERMS)}); update robot_hrl"
-            )
-        value = np.asarray(fn(inputs), dtype=np.float64)
-        if value.shape[-1] != term.size:
-            raise ObservationError(f"observation term {term.name!r} has size {value.shape[-1]}, contract says {term.size}")
-        parts.append(np.clip(value, term.clip[0], term.clip[1]))
-    obs = np.concatenate(parts, axis=-1).astype(np.float32)
-    if not np.all(np.isfinite(obs)):
+    compiled = _compiled(terms)
+    parts = [fn(inputs) for fn in compiled.functions]
+    for part, size, term in zip(parts, compiled.sizes, compiled.terms):
+        if np.shape(part)[-1] != size:
+            raise ObservationError(f"observation term {term.name!r} has size {np.shape(part)[-1]}, contract says {size}")
+    obs = np.concatenate(parts, axis=-1)
+    obs = np.minimum(np.maximum(obs, compiled.low), compiled.high).astype(np.float32)
+    if not np.isfinite(obs.sum()):
         raise ObservationError("the observation is not finite (NaN or inf in the state or subgoal); the command is withheld")
     return obs
