@@ -34,17 +34,26 @@ def goto_action_spec(robot: QuadrotorParams) -> ActionSpec:
     )
 
 
+_BOUNDS: dict[int, tuple[ActionSpec, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
 def action_bounds(spec: ActionSpec) -> tuple[np.ndarray, np.ndarray]:
-    low = np.array([t.low for t in spec.terms])
-    high = np.array([t.high for t in spec.terms])
-    return low, high
+    """Physical values at a = -1 and a = +1; resolved once per spec (this runs every tick)."""
+    cached = _BOUNDS.get(id(spec))
+    if cached is None or cached[0] is not spec:
+        low = np.array([t.low for t in spec.terms])
+        high = np.array([t.high for t in spec.terms])
+        low.flags.writeable = high.flags.writeable = False
+        cached = _BOUNDS[id(spec)] = (spec, low, high, (high - low) * 0.5)
+    return cached[1], cached[2]
 
 
 def actions_to_wrench(spec: ActionSpec, actions: np.ndarray) -> np.ndarray:
     """Normalized actions (..., 4) in [-1, 1] -> [thrust N, tau_x, tau_y, tau_z N m]."""
-    low, high = action_bounds(spec)
-    a = np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0)
-    return low + (a + 1.0) * 0.5 * (high - low)
+    action_bounds(spec)
+    _, low, _, half_span = _BOUNDS[id(spec)]
+    a = np.minimum(np.maximum(np.asarray(actions, dtype=np.float64), -1.0), 1.0)
+    return low + (a + 1.0) * half_span
 
 
 def wrench_to_actions(spec: ActionSpec, wrench: np.ndarray) -> np.ndarray:
