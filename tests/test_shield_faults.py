@@ -241,9 +241,11 @@ def test_diagnostics_map_onto_diagnostic_array():
 def test_every_intervention_is_recorded_with_unit_constraint_before_after_and_time():
     s = make_shield()
     pos = np.array([2.0, 2.3, 1.0])
-    actions = np.array([1.0, 1.0, -1.0, 1.0])  # full thrust and torques: clamped
+    actions = np.array([1.0, 1.0, -1.0, 1.0])  # full torques while already spinning: clamped
     prev_log = len(s.log)
-    out = s.step(ShieldInput(0.5, state_at(pos, 0.5), actions, subgoal_w=pos))
+    state = state_at(pos, 0.5)
+    state.angular_velocity_b = np.array([4.0, -4.0, 0.0])
+    out = s.step(ShieldInput(0.5, state, actions, subgoal_w=pos))
     assert out.interventions
     for rec in out.interventions:
         assert rec.time_s == 0.5 and rec.unit and rec.constraint in next(u for u in s.units if u.name == rec.unit).constraints

@@ -26,6 +26,7 @@ class StoppingCfg(BaseModel):
 
     model_config = _STRICT
     reaction_time_s: float = Field(ge=0.0, le=2.0, description="tick + motor lag + attitude swing before braking")
+    vertical_reaction_time_s: float = Field(ge=0.0, le=2.0, description="tick + motor lag before braking vertically")
     brake_decel_fraction: float = Field(gt=0.0, le=1.0, description="fraction of the model's deceleration assumed")
 
 

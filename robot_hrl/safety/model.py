@@ -16,7 +16,10 @@ The stopping model along one direction n (speed v = v.n, acceleration a = a.n):
 ``|v_1_vec|`` is the speed in the braking plane: braking along the velocity vector, the travel
 along n is the straight-line stopping distance projected on n. ``b`` is the deceleration the
 backup reaches at its tilt limit (horizontal), with its thrust range (vertical), times
-``brake_decel_fraction``; ``t_r`` is ``stopping.reaction_time_s``.
+``brake_decel_fraction``; ``t_r`` is ``stopping.reaction_time_s`` horizontally (a tick, the
+motor lag and the attitude swing) and for stopping a descent, and
+``stopping.vertical_reaction_time_s`` for stopping a climb (a tick and the motor lag: less
+thrust brakes a climb at any attitude).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class DynamicsModel:
         self.half_span = tuple((h - lo) / 2.0 for lo, h in zip(self.low, self.high))
         self.max_total_thrust = robot.max_total_thrust_n
         self.reaction_time = cfg.stopping.reaction_time_s
+        self.vertical_reaction_time = cfg.stopping.vertical_reaction_time_s
         self.tilt_lag = self.motor_tau + self.dt
         """Time before a new torque command takes effect (motor lag + one tick), s."""
         self.tilt_alpha = 0.5 * self.high[1] / max(self.inertia[0], self.inertia[1])
@@ -76,11 +80,13 @@ class DynamicsModel:
         return (w - self.low[i]) / self.half_span[i] - 1.0
 
     # ---- stopping distance ----------------------------------------------------------------
-    def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float) -> float:
+    def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None) -> float:
         """Travel along a direction with speed ``v`` and acceleration ``a`` (both along it)
         before standing still; ``speed_plane`` is the speed in the braking plane after the
-        reaction time (>= |v_1|), ``brake`` the deceleration available in that plane."""
-        t = self.reaction_time
+        reaction time ``t`` (default: the horizontal one) (>= |v_1|), ``brake`` the
+        deceleration available in that plane."""
+        if t is None:
+            t = self.reaction_time
         s_r = v * t + 0.5 * a * t * t
         if s_r < 0.0:
             s_r = 0.0
@@ -93,7 +99,12 @@ class DynamicsModel:
 
 
 def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float) -> tuple:
-    """(x0, x1, y0, y1, z0, z1): the box the robot stays in until it stands still.
+    """(x0, x1, y0, y1, z0, z1, z1c): the box the robot stays in until it stands still.
+
+    Braking a climb only needs less thrust, which works at any attitude: z1 uses the short
+    vertical reaction time. Braking a descent needs the thrust pointed up again (an attitude
+    recovery first, after a tilting command): z0 uses the full reaction time. z1c is the
+    climb extent with the full reaction time, the conservative top for the obstacle boxes.
 
     The thrust lies between ``thrust_a`` and ``thrust_b`` (N) during the reaction time, along
     the body z axis now or the one reached once the body rates are stopped (motor lag, then
@@ -131,10 +142,12 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     plane = math.sqrt(v1x * v1x + v1y * v1y)
     sd = m.stopping_distance
     bh = m.brake_horizontal
+    tv = m.vertical_reaction_time
     return (
         p[0] - sd(-v[0], -lo[0], plane, bh), p[0] + sd(v[0], hi[0], plane, bh),
         p[1] - sd(-v[1], -lo[1], plane, bh), p[1] + sd(v[1], hi[1], plane, bh),
-        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up), p[2] + sd(v[2], hi[2], 0.0, m.brake_down),
+        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, t), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv),
+        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t),
     )
 
 

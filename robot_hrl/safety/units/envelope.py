@@ -49,7 +49,7 @@ class GeofenceUnit(ShieldUnit):
         self.begin()
         if not tick.has_state:
             return
-        x0, x1, y0, y1, _, _ = tick_stopping_box(self.m, tick)
+        x0, x1, y0, y1 = tick_stopping_box(self.m, tick)[:4]
         if x0 < self.x_lo:
             tick.reject(self, "x_min", f"stopping point x {x0:.2f} < {self.x_lo:.2f} m")
         elif x1 > self.x_hi:

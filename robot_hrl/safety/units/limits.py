@@ -41,7 +41,7 @@ class LimitsUnit(ShieldUnit):
         lim = cfg.limits
         self.m = model
         self.tmin = lim.min_thrust_n
-        self.tmax = lim.max_thrust_n
+        self.tmax = min(lim.max_thrust_n, model.high[0])
         self.lo = (self.tmin, model.low[1], model.low[2], model.low[3])
         self.hi = (self.tmax, model.high[1], model.high[2], model.high[3])
         self.slew = tuple(lim.max_action_slew_per_s * model.dt * hs for hs in model.half_span)

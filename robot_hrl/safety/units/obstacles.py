@@ -81,7 +81,7 @@ class ObstacleUnit(ShieldUnit):
             if vh > self.slow_speed and vh >= speed:
                 tick.reject(self, "slowdown", f"predicted speed {vh:.2f} m/s > {self.slow_speed:.2f} m/s near {self.names[i]!r}")
                 return
-        x0, x1, y0, y1, z0, z1 = tick_stopping_box(self.m, tick)
+        x0, x1, y0, y1, z0, _, z1 = tick_stopping_box(self.m, tick)
         margin, radius = self.margin, self.radius
         for i, box in enumerate(self.approach_boxes):
             if x1 < box[0] or x0 > box[3] or y1 < box[1] or y0 > box[4] or z1 < box[2] or z0 > box[5]:
