@@ -45,8 +45,12 @@ class PlannerConfig:
     max_replans: int = 3
     """Replans per step; then the step is abandoned (reported) and the plan goes on."""
     pass_radius_m: float = 0.3
-    """An intermediate subgoal of a step counts as passed within this distance (no need to stop there);
-    the last one of a step must be 'reached' (within the skill's radius and slow)."""
+    """An intermediate subgoal on a straight stretch counts as passed within this distance (no
+    need to stop there); the last one of a step must be 'reached' (within the skill's radius, slow)."""
+    turn_pass_radius_m: float = 0.12
+    """At a turning point (the path bends by more than ``straight_deg``) the robot must come this
+    close before the next subgoal is sent, so that it does not cut the corner round an obstacle."""
+    straight_deg: float = 20.0
 
 
 @dataclass
@@ -148,7 +152,7 @@ class PlannerCore:
         last = self.sub_index + 1 >= len(step.subgoals)
         distance = status.get("distance")
         passed = (not last and step.action != "hover" and state in ("tracking", "reached")
-                  and isinstance(distance, (int, float)) and distance <= self.config.pass_radius_m)
+                  and isinstance(distance, (int, float)) and distance <= self._pass_radius(step))
         if state == "reached" or passed:
             self.blocked_since = None
             if step.action == "hover":
@@ -164,6 +168,26 @@ class PlannerCore:
                 self._replan(now)
         elif state in ("tracking", "idle"):
             self.blocked_since = None
+
+    def _pass_radius(self, step) -> float:
+        """How close the robot must come to the current (intermediate) subgoal: wide on a straight
+        stretch, tight where the path turns (turns are where the path skirts obstacles)."""
+        i = self.sub_index
+        subs = step.subgoals
+        if step.path is not None and len(step.path):
+            before = np.asarray(step.path[0], dtype=np.float64) if i == 0 else np.asarray(subs[i - 1], float)
+        else:
+            before = np.asarray(subs[i - 1], float) if i > 0 else None
+        if before is None:
+            return self.config.turn_pass_radius_m
+        a = np.asarray(subs[i], float) - before
+        b = np.asarray(subs[i + 1], float) - np.asarray(subs[i], float)
+        na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+        if na < 1e-6 or nb < 1e-6:
+            return self.config.turn_pass_radius_m
+        cos = float(np.dot(a, b)) / (na * nb)
+        straight = cos >= np.cos(np.radians(self.config.straight_deg))
+        return self.config.pass_radius_m if straight else self.config.turn_pass_radius_m
 
     def _replan(self, now: float) -> None:
         self.blocked_since = None
