@@ -26,7 +26,7 @@ from sim.envs import dynamics
 from sim.envs.goto_env_cfg import GotoEnvCfg
 from sim.envs.math_utils import quat_from_rotvec, quat_mul
 from sim.envs.randomization import sample_parameters
-from sim.envs.step_core import StepConstants, control_step
+from sim.envs.step_core import FusedConstants, StepConstants, control_step, fused_observations, fused_pre_reset
 from sim.envs.terms import observations as obs_terms
 from sim.envs.terms import terminations as term_terms
 
@@ -99,7 +99,7 @@ class GotoEnv(VecEnv):
             angular_velocity_weight=w.angular_velocity_weight, tilt_weight=w.tilt_weight,
             termination_weight=w.termination_weight,
         )
-        self._core = torch.compile(control_step, dynamic=False) if c.physics.compile else control_step
+        self._core = control_step
         lows, highs, stds = [], [], []
         for term in self.observation_terms:
             lows += [term.clip[0]] * term.size
@@ -108,6 +108,18 @@ class GotoEnv(VecEnv):
         self._obs_low = torch.tensor(lows, **f32)
         self._obs_high = torch.tensor(highs, **f32)
         self._noise_std = torch.tensor(stds, **f32) if self.cfg.randomization.enabled and any(stds) else None
+        rcfg = c.randomization
+        self._fused = FusedConstants(
+            step=self._constants, max_episode_length=self.max_episode_length, latency=self.action_buffer.shape[1] > 1,
+            noise=self._noise_std is not None, force_norm=max(rcfg.max_disturbance_force_n, 1e-9),
+            torque_norm=max(rcfg.max_disturbance_torque_nm, 1e-12), motor_tau_norm=0.1,
+            term_names=tuple(t.name for t in self.observation_terms),
+        )
+        self.compiled = bool(c.physics.compile)
+        if self.compiled:
+            # the whole control step but the resets as two fused graphs (see step_core); compiled on the first step
+            self._fused_pre_reset = torch.compile(fused_pre_reset, dynamic=False, fullgraph=True)
+            self._fused_observations = torch.compile(fused_observations, dynamic=False, fullgraph=True)
         self._reset_idx(torch.arange(n, device=dev))
         self._obs = self._compute_observations()
 
@@ -122,6 +134,8 @@ class GotoEnv(VecEnv):
         return self._obs
 
     def step(self, actions) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+        if self.compiled:
+            return self._step_compiled(actions)
         actions = self._sanitize_actions(actions)
         # action latency: the applied action is the one from `latency` control steps ago
         if self.action_buffer.shape[1] > 1:
@@ -177,9 +191,66 @@ class GotoEnv(VecEnv):
         self._obs = self._compute_observations()
         return self._obs, rewards, dones.long(), extras
 
+    def _step_compiled(self, actions) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+        """``step`` with the fused graphs of step_core: the same computation and random stream as the eager path."""
+        raw = self._check_actions(actions)
+        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
+        dist_scale = curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress)
+        action_rate_weight = self.cfg.rewards.action_rate_weight * curriculum_terms.ramp(self.cfg.curriculum.action_rate_weight_scale, progress)
+        scalars = torch.tensor((dist_scale, action_rate_weight), dtype=torch.float32, device=self.device)
+        p = self.params
+        (actions, self.action_buffer, self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b,
+         self.rotor_rpm, crashed, out, distance, speed, rewards, self.episode_length_buf, time_out, dones, dones_long,
+         self._sq_error_sum, success, rms) = self._fused_pre_reset(
+            self._fused, raw, self.action_buffer, p["action_latency_steps"],
+            self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.rotor_rpm,
+            self.goal_w, self.last_action, self._motor_alpha, self._kf, self._ktau, self._mass, self._inertia,
+            p["disturbance_force_w"], p["disturbance_torque_b"], scalars[0], self.k.action_low, self.k.action_high,
+            self.k.inverse_allocation_t, self.k.rotor_xy, self.k.spin, scalars[1], self.episode_length_buf, self._sq_error_sum,
+        )
+        self.common_step_counter += 1
+        episode_end = {
+            "dones": dones,
+            "success": success,
+            "crashed": crashed,
+            "out_of_bounds": out,
+            "time_out": time_out,
+            "final_position_error_m": distance,
+            "final_speed_mps": speed,
+            "rms_position_error_m": rms,
+            "episode_length": self.episode_length_buf.clone(),
+        }
+        extras: dict = {"time_outs": time_out, "episode_end": episode_end, "log": {"/curriculum/progress": progress}}
+        done_ids = dones.nonzero(as_tuple=False).squeeze(-1)
+        if done_ids.numel() > 0:
+            log = extras["log"]
+            log["/episode/success_rate"] = success[done_ids].float().mean()
+            log["/episode/crash_rate"] = crashed[done_ids].float().mean()
+            log["/episode/out_of_bounds_rate"] = out[done_ids].float().mean()
+            log["/episode/final_position_error_m"] = distance[done_ids].mean()
+            self._reset_idx(done_ids)
+        # the observations (after the resets, as in the eager path; noise drawn here, same stream)
+        noise = torch.randn((self.num_envs, self._obs_low.shape[0]), generator=self.generator, device=self.device) if self._fused.noise else None
+        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
+        obs_scale = torch.tensor(curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress), dtype=torch.float32, device=self.device)
+        self.last_action, policy, critic = self._fused_observations(
+            self._fused, self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.goal_w,
+            actions, dones, noise, self._noise_std, self._obs_low, self._obs_high,
+            p["mass_scale"], p["inertia_scale"], p["thrust_coefficient_scale"], p["torque_coefficient_scale"],
+            p["motor_time_constant_s"], p["action_latency_steps"], p["disturbance_force_w"], p["disturbance_torque_b"],
+            obs_scale, self.rotor_rpm,
+        )
+        self._obs = TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)
+        return self._obs, rewards, dones_long, extras
+
     # ---- internals ------------------------------------------------------------------------
     def _sanitize_actions(self, actions) -> torch.Tensor:
         """Accept any actions: tensors or arrays, NaN/inf replaced, clipped to [-1, 1]."""
+        # NaN -> 0 (mid-range), +inf -> 1, -inf -> -1, then the contract's clip
+        return torch.nan_to_num(self._check_actions(actions), nan=0.0, posinf=1.0, neginf=-1.0).clamp(-1.0, 1.0)
+
+    def _check_actions(self, actions) -> torch.Tensor:
+        """Actions as a float32 (num_envs, 4) tensor on the device, or a clear error."""
         try:
             a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
         except (TypeError, ValueError, RuntimeError) as exc:
@@ -191,8 +262,7 @@ class GotoEnv(VecEnv):
                 f"actions must have shape ({self.num_envs}, {self.num_actions}) (num_envs, [thrust, tau_x, tau_y, tau_z] "
                 f"normalized to [-1, 1]); got {tuple(a.shape)}"
             )
-        # NaN -> 0 (mid-range), +inf -> 1, -inf -> -1, then the contract's clip
-        return torch.nan_to_num(a, nan=0.0, posinf=1.0, neginf=-1.0).clamp(-1.0, 1.0)
+        return a
 
     def _derive_parameters(self) -> None:
         p, k = self.params, self.k

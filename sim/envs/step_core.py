@@ -13,6 +13,7 @@ from typing import NamedTuple
 import torch
 
 from sim.envs import dynamics
+from sim.envs.terms import observations as obs_terms
 from sim.envs.terms import rewards as rew_terms
 from sim.envs.terms import terminations as term_terms
 
@@ -85,3 +86,105 @@ def control_step(
     speed = torch.linalg.vector_norm(vel, dim=-1)
     within = term_terms.success(distance, speed, c.position_tolerance_m, c.speed_tolerance_mps)
     return pos, quat, vel, omega, rpm, crashed, out, distance, speed, within, reward
+
+
+# ---- the fused (compiled) path --------------------------------------------------------------
+# ``GotoEnv`` with ``PhysicsCfg.compile`` runs one control step as two compiled graphs around
+# the (rare, eager) resets: ``fused_pre_reset`` (action sanitizing, latency buffer, the control
+# step, termination bookkeeping) and ``fused_observations``. Random draws stay outside the
+# graphs, made with the environment's generator in the same order as the eager path, so both
+# paths consume the same random stream and agree to float tolerance.
+
+
+class FusedConstants(NamedTuple):
+    """Compile-time constants of the fused step beyond ``StepConstants``."""
+
+    step: StepConstants
+    max_episode_length: int
+    latency: bool
+    """Whether the action buffer holds more than the current action."""
+    noise: bool
+    """Whether observation noise is added to the policy group."""
+    force_norm: float
+    torque_norm: float
+    motor_tau_norm: float
+    term_names: tuple[str, ...]
+    """The contract's observation terms, in order."""
+
+
+def fused_pre_reset(
+    f: FusedConstants,
+    raw_actions: torch.Tensor, action_buffer: torch.Tensor, latency_steps: torch.Tensor,
+    pos: torch.Tensor, quat: torch.Tensor, vel: torch.Tensor, omega: torch.Tensor, rpm: torch.Tensor,
+    goal: torch.Tensor, last_action: torch.Tensor,
+    motor_alpha: torch.Tensor, kf: torch.Tensor, ktau: torch.Tensor, mass: torch.Tensor, inertia: torch.Tensor,
+    disturbance_force: torch.Tensor, disturbance_torque: torch.Tensor, dist_scale: torch.Tensor,
+    action_low: torch.Tensor, action_high: torch.Tensor, inverse_allocation_t: torch.Tensor,
+    rotor_xy: torch.Tensor, spin: torch.Tensor, action_rate_weight: torch.Tensor,
+    episode_length: torch.Tensor, sq_error_sum: torch.Tensor,
+):
+    """Everything of ``GotoEnv.step`` before the resets, as one pure function (new tensors out)."""
+    actions = torch.nan_to_num(raw_actions, nan=0.0, posinf=1.0, neginf=-1.0).clamp(-1.0, 1.0)
+    if f.latency:
+        action_buffer = torch.cat((actions.unsqueeze(1), action_buffer[:, :-1]), dim=1)
+        applied = torch.gather(action_buffer, 1, latency_steps.view(-1, 1, 1).expand(-1, 1, action_buffer.shape[2])).squeeze(1)
+    else:
+        applied = actions
+    force = disturbance_force * dist_scale
+    torque = disturbance_torque * dist_scale
+    pos, quat, vel, omega, rpm, crashed, out, distance, speed, within, reward = control_step(
+        f.step, pos, quat, vel, omega, rpm, goal, actions, applied, last_action, motor_alpha, kf, ktau, mass, inertia,
+        force, torque, action_low, action_high, inverse_allocation_t, rotor_xy, spin, action_rate_weight,
+    )
+    episode_length = episode_length + 1
+    terminated = crashed | out
+    time_out = term_terms.time_out(episode_length, f.max_episode_length) & ~terminated
+    dones = terminated | time_out
+    sq_error_sum = sq_error_sum + distance.square()
+    success = within & time_out
+    rms = torch.sqrt(sq_error_sum / episode_length.clamp(min=1).float())
+    return (actions, action_buffer, pos, quat, vel, omega, rpm, crashed, out, distance, speed, reward,
+            episode_length, time_out, dones, dones.long(), sq_error_sum, success, rms)
+
+
+def fused_observations(
+    f: FusedConstants,
+    pos: torch.Tensor, quat: torch.Tensor, vel: torch.Tensor, omega: torch.Tensor, goal: torch.Tensor,
+    actions: torch.Tensor, dones: torch.Tensor, noise: torch.Tensor | None,
+    noise_std: torch.Tensor | None, obs_low: torch.Tensor, obs_high: torch.Tensor,
+    mass_scale: torch.Tensor, inertia_scale: torch.Tensor, thrust_scale: torch.Tensor, torque_scale: torch.Tensor,
+    motor_tau: torch.Tensor, latency_steps: torch.Tensor, disturbance_force: torch.Tensor, disturbance_torque: torch.Tensor,
+    dist_scale: torch.Tensor, rpm: torch.Tensor,
+):
+    """The last action (zeroed where reset) and the policy and critic observation groups.
+
+    The same terms, in the same order, as ``GotoEnv._compute_observations`` (the contract's).
+    """
+    last_action = torch.where(dones.unsqueeze(-1), torch.zeros_like(actions), actions)
+    inputs = {
+        "position_w": pos, "quat_wxyz": quat, "linear_velocity_w": vel, "angular_velocity_b": omega,
+        "subgoal_w": goal, "last_action": last_action,
+    }
+    raw = torch.cat([obs_terms.OBSERVATION_TERMS[name](inputs) for name in f.term_names], dim=-1)
+    clean = torch.maximum(torch.minimum(raw, obs_high), obs_low)
+    if f.noise:
+        noisy = raw + noise_std * noise
+        policy = torch.maximum(torch.minimum(noisy, obs_high), obs_low)
+    else:
+        policy = clean
+    privileged = torch.cat(
+        (
+            mass_scale - 1.0,
+            inertia_scale - 1.0,
+            thrust_scale - 1.0,
+            torque_scale - 1.0,
+            motor_tau / f.motor_tau_norm,
+            latency_steps.float().unsqueeze(-1),
+            disturbance_force * dist_scale / f.force_norm,
+            disturbance_torque * dist_scale / f.torque_norm,
+            rpm / f.step.rpm_max,
+        ),
+        dim=-1,
+    )
+    critic = torch.cat((clean, torch.nan_to_num(privileged)), dim=-1)
+    return last_action, policy, critic
