@@ -202,8 +202,18 @@ def test_domain_ids(monkeypatch):
     for bad in (-1, 233, 1.5, "3", True):
         with pytest.raises(RobotHrlError):  # the nodes' main() turn these into one clear line
             check_domain_id(bad)
-    ids = {unique_domain_id() for _ in range(30)}
-    assert len(ids) == 30 and all(0 < i <= MAX_DOMAIN_ID for i in ids)
+    ids = {unique_domain_id() for _ in range(20)}
+    assert len(ids) == 20 and all(0 < i <= MAX_DOMAIN_ID for i in ids)
+    # Bands of different (worker, block) pairs never overlap (the e2e graphs use block 3).
+    bands = {}
+    for worker in range(4):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{worker}")
+        for block in range(4):
+            bands[(worker, block)] = {unique_domain_id(block=block) for _ in range(60)}
+    pairs = list(bands)
+    assert all(not (bands[a] & bands[b]) for i, a in enumerate(pairs) for b in pairs[i + 1:])
+    assert all(0 < i <= MAX_DOMAIN_ID for ids in bands.values() for i in ids)
     assert "127.0.0.1" in loopback_config() and "<AllowMulticast>false" in loopback_config()
     with pytest.raises(ValueError):
         loopback_config(0)

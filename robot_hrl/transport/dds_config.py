@@ -68,15 +68,28 @@ def loopback_env(domain_id: int, max_participants: int = 32) -> dict[str, str]:
 _counter = itertools.count()
 
 
+DOMAIN_ID_BLOCKS = 4
+"""Independent id sequences per process (``block`` 0..3): e.g. unit tests and end-to-end graphs."""
+
+
 def unique_domain_id(block: int = 0) -> int:
-    """A domain id of this process's own for one test: the pytest-xdist worker picks a band
-    (``gw0`` -> 1..38, ``gw1`` -> 39..76, ...), a counter walks through it. ``block`` shifts the
-    band for callers that need a second, independent sequence."""
+    """A domain id of this process's own for one test.
+
+    Ids 1..232 are split into one band per (pytest-xdist worker, block): worker ``gwN`` of
+    ``PYTEST_XDIST_WORKER_COUNT`` and ``block`` in 0..3 own band ``N * 4 + block``, and a
+    counter walks through it. Bands never overlap, so parallel workers never share a domain
+    (tests within one worker run one after another, so reuse inside a band is safe)."""
+    if not 0 <= block < DOMAIN_ID_BLOCKS:
+        raise ValueError(f"block must be in 0..{DOMAIN_ID_BLOCKS - 1}, got {block}")
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     try:
         index = int(worker.removeprefix("gw"))
     except ValueError:
         index = 0
-    band = 38
-    n = next(_counter)
-    return 1 + ((index + block) % 6) * band + n % band
+    workers = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1), index + 1)
+    bands = workers * DOMAIN_ID_BLOCKS
+    band_size = MAX_DOMAIN_ID // bands
+    if band_size < 1:
+        raise ValueError(f"{workers} workers x {DOMAIN_ID_BLOCKS} blocks do not fit in {MAX_DOMAIN_ID} domain ids")
+    band = index * DOMAIN_ID_BLOCKS + block
+    return 1 + band * band_size + next(_counter) % band_size
