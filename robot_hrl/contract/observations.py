@@ -7,6 +7,7 @@ leading batch dimensions. The simulator has a torch twin of every term
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -86,11 +87,12 @@ def compute_observation(terms, inputs: ObservationInputs) -> np.ndarray:
     """
     compiled = _compiled(terms)
     parts = [fn(inputs) for fn in compiled.functions]
-    for part, size, term in zip(parts, compiled.sizes, compiled.terms):
-        if np.shape(part)[-1] != size:
-            raise ObservationError(f"observation term {term.name!r} has size {np.shape(part)[-1]}, contract says {size}")
     obs = np.concatenate(parts, axis=-1)
+    if obs.shape[-1] != compiled.low.shape[0]:  # one check per tick; name the culprit only on failure
+        for part, size, term in zip(parts, compiled.sizes, compiled.terms):
+            if np.shape(part)[-1] != size:
+                raise ObservationError(f"observation term {term.name!r} has size {np.shape(part)[-1]}, contract says {size}")
     obs = np.minimum(np.maximum(obs, compiled.low), compiled.high).astype(np.float32)
-    if not np.isfinite(obs.sum()):
+    if not math.isfinite(obs.sum()):
         raise ObservationError("the observation is not finite (NaN or inf in the state or subgoal); the command is withheld")
     return obs
