@@ -140,7 +140,7 @@ def bench_trained(episodes: int, episode_s: float, seed: int, onnx: str | None) 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " Prints the figures for benchmarks/results_safety.md.")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " Prints the figures for benchmarks/README.md.")
     parser.add_argument("--only", choices=("overhead", "closed-loop", "trained"), default=None, help="run one part only")
     parser.add_argument("--ticks", type=int, default=20000, help="ticks per overhead measurement")
     parser.add_argument("--episodes", type=int, default=1000, help="batched episodes per closed-loop run (>= 1000 for the record)")

@@ -1,4 +1,4 @@
-"""Figures of the skill node and the launch: prints them (results in benchmarks/results_nodes.md).
+"""Figures of the skill node and the launch: prints them (results in benchmarks/README.md).
 
 1. Fixed-rate loop at 100 Hz and 500 Hz (real time): tick duration p50/p99 (policy + shield +
    publish) and deadline misses per 10,000 ticks. The real SkillNode, OnnxPolicy and Shield on a
