@@ -163,7 +163,18 @@ class GotoEnv(VecEnv):
         dones = terminated | time_out
         self._sq_error_sum += distance.square()
         success = within & time_out
-        steps = self.episode_length_buf.clamp(min=1).float()
+        rms = torch.sqrt(self._sq_error_sum / self.episode_length_buf.clamp(min=1).float())
+        extras, done_ids = self._end_episodes(progress, dones, success, crashed, out, time_out, distance, speed, rms)
+        self.last_action = actions
+        if done_ids.numel() > 0:
+            self.last_action = self.last_action.clone()
+            self.last_action[done_ids] = 0.0
+        self._obs = self._compute_observations()
+        return self._obs, rewards, dones.long(), extras
+
+    def _end_episodes(self, progress, dones, success, crashed, out, time_out, distance, speed, rms) -> tuple[dict, torch.Tensor]:
+        """The step's extras (per-env episode-end values, episode logs) and the resets of finished
+        environments; shared by the eager and the compiled step. Returns the extras and the reset ids."""
         episode_end = {
             "dones": dones.clone(),
             "success": success,
@@ -172,7 +183,7 @@ class GotoEnv(VecEnv):
             "time_out": time_out,
             "final_position_error_m": distance,
             "final_speed_mps": speed,
-            "rms_position_error_m": torch.sqrt(self._sq_error_sum / steps),
+            "rms_position_error_m": rms,
             "episode_length": self.episode_length_buf.clone(),
         }
         extras: dict = {"time_outs": time_out, "episode_end": episode_end, "log": {"/curriculum/progress": progress}}
@@ -184,12 +195,7 @@ class GotoEnv(VecEnv):
             log["/episode/out_of_bounds_rate"] = out[done_ids].float().mean()
             log["/episode/final_position_error_m"] = distance[done_ids].mean()
             self._reset_idx(done_ids)
-        self.last_action = actions
-        if done_ids.numel() > 0:
-            self.last_action = self.last_action.clone()
-            self.last_action[done_ids] = 0.0
-        self._obs = self._compute_observations()
-        return self._obs, rewards, dones.long(), extras
+        return extras, done_ids
 
     def _step_compiled(self, actions) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
         """``step`` with the fused graphs of step_core: the same computation and random stream as the eager path."""
@@ -209,26 +215,7 @@ class GotoEnv(VecEnv):
             self.k.inverse_allocation_t, self.k.rotor_xy, self.k.spin, scalars[1], self.episode_length_buf, self._sq_error_sum,
         )
         self.common_step_counter += 1
-        episode_end = {
-            "dones": dones,
-            "success": success,
-            "crashed": crashed,
-            "out_of_bounds": out,
-            "time_out": time_out,
-            "final_position_error_m": distance,
-            "final_speed_mps": speed,
-            "rms_position_error_m": rms,
-            "episode_length": self.episode_length_buf.clone(),
-        }
-        extras: dict = {"time_outs": time_out, "episode_end": episode_end, "log": {"/curriculum/progress": progress}}
-        done_ids = dones.nonzero(as_tuple=False).squeeze(-1)
-        if done_ids.numel() > 0:
-            log = extras["log"]
-            log["/episode/success_rate"] = success[done_ids].float().mean()
-            log["/episode/crash_rate"] = crashed[done_ids].float().mean()
-            log["/episode/out_of_bounds_rate"] = out[done_ids].float().mean()
-            log["/episode/final_position_error_m"] = distance[done_ids].mean()
-            self._reset_idx(done_ids)
+        extras, _ = self._end_episodes(progress, dones, success, crashed, out, time_out, distance, speed, rms)
         # the observations (after the resets, as in the eager path; noise drawn here, same stream)
         noise = torch.randn((self.num_envs, self._obs_low.shape[0]), generator=self.generator, device=self.device) if self._fused.noise else None
         progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
