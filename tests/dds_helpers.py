@@ -169,48 +169,40 @@ def _role_echo(topic_in: str, topic_out: str, ros_type: str = "nav_msgs/msg/Odom
     node.spin()
 
 
-def _role_talk(*namespaces: str) -> None:
-    """Nodes in each namespace publish std_msgs/String "<ns> <i>" on their ``chatter``, round robin."""
+def _talk_round_robin(nodes, labels, topic: str) -> None:
+    """Each node publishes std_msgs/String "<label> <i>" on ``topic``, round robin, until stdin closes."""
     from robot_hrl.msgs import String
+
+    pubs = [n.create_publisher(String, topic) for n in nodes]
+    count = [0]
+
+    def tick():
+        for label, pub in zip(labels, pubs):
+            pub.publish(String(f"{label} {count[0]}"))
+        count[0] += 1
+
+    nodes[0].create_timer(0.02, tick)
+    _stop_on_stdin_eof(nodes[0].shutdown)
+    print("READY", flush=True)
+    nodes[0].spin()
+    for n in nodes[1:]:
+        n.shutdown()
+
+
+def _role_talk(*namespaces: str) -> None:
+    """Nodes in each namespace publish "<ns> <i>" on their ``chatter``."""
     from robot_hrl.transport import create_node
 
     nodes = [create_node("talker", namespace=ns, backend="cyclonedds") for ns in namespaces]
-    pubs = [n.create_publisher(String, "chatter") for n in nodes]
-    count = [0]
-
-    def tick():
-        for ns, pub in zip(namespaces, pubs):
-            pub.publish(String(f"{ns} {count[0]}"))
-        count[0] += 1
-
-    nodes[0].create_timer(0.02, tick)
-    _stop_on_stdin_eof(nodes[0].shutdown)
-    print("READY", flush=True)
-    nodes[0].spin()
-    for n in nodes[1:]:
-        n.shutdown()
+    _talk_round_robin(nodes, namespaces, "chatter")
 
 
 def _role_talk_domains(*domains: str) -> None:
-    """One node per domain id publishes String "domain <id> <i>" on /chatter, round robin."""
-    from robot_hrl.msgs import String
+    """One node per domain id publishes "domain <id> <i>" on /chatter."""
     from robot_hrl.transport import create_node
 
     nodes = [create_node("talker", backend="cyclonedds", domain_id=int(d)) for d in domains]
-    pubs = [n.create_publisher(String, "/chatter") for n in nodes]
-    count = [0]
-
-    def tick():
-        for d, pub in zip(domains, pubs):
-            pub.publish(String(f"domain {d} {count[0]}"))
-        count[0] += 1
-
-    nodes[0].create_timer(0.02, tick)
-    _stop_on_stdin_eof(nodes[0].shutdown)
-    print("READY", flush=True)
-    nodes[0].spin()
-    for n in nodes[1:]:
-        n.shutdown()
+    _talk_round_robin(nodes, [f"domain {d}" for d in domains], "/chatter")
 
 
 def _role_malformed(topic: str, count: str) -> None:
