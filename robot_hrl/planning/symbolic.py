@@ -332,6 +332,12 @@ class SymbolicPlanner:
             idx = turning_points(cells)
             pts = np.asarray(cells, dtype=np.float64)[idx][1:-1] + 0.5
         pts = np.vstack([*prefix, pts.reshape(-1, 2), cb[None]])
+        if len(prefix) > 1:
+            # The start lies in an inflated zone: leave it at the start's own altitude first.
+            # Changing altitude on the way out could dip into the box the robot hovers over.
+            rest = self.grid.to_world(shortcut(blocked, pts[1:]))
+            exit_point = np.array([rest[0][0], rest[0][1], a[2]])
+            return np.vstack([a, self._with_altitude(rest, exit_point, b)])
         pts = shortcut(blocked, pts)
         return self._with_altitude(self.grid.to_world(pts), a, b)
 
