@@ -112,8 +112,8 @@ def validate_args(args) -> None:
         raise ConfigError(f"--num-envs must be >= 1, got {args.num_envs}")
     if args.max_iterations < 1:
         raise ConfigError(f"--max-iterations must be >= 1, got {args.max_iterations}")
-    if args.target_success is not None and not 0.0 < args.target_success <= 1.0:
-        raise ConfigError(f"--target-success must be in (0, 1], got {args.target_success}")
+    if args.target_success is not None and not 0.0 <= args.target_success <= 1.0:
+        raise ConfigError(f"--target-success must be in [0, 1] (0: stop at the first evaluation), got {args.target_success}")
     if args.threads < 1:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     if args.eval_interval < 1 or args.eval_episodes < 1 or args.eval_episodes_during_training < 1:
