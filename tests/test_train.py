@@ -95,6 +95,19 @@ def test_target_success_not_reached_runs_every_iteration_and_says_so(tmp_path):
     assert all(h["success_rate"] < 1.0 for h in result["evaluations_during_training"])
 
 
+def test_eval_env_cfg_overrides_apply_to_evaluation_only(tmp_path):
+    out = tmp_path / "eval_cfg"
+    slow = {"randomization": {"motor_time_constant_range_s": [0.08, 0.15]}}
+    judge = {"randomization": {"motor_time_constant_range_s": [0.02, 0.15]}}
+    assert main([*TINY, "--max-iterations", "1", "--run-dir", str(out), "--env-cfg", json.dumps(slow), "--eval-env-cfg", json.dumps(judge)]) == 0
+    config = read_run_config(out)
+    assert config["env_cfg"]["randomization"]["motor_time_constant_range_s"] == [0.08, 0.15]
+    assert config["eval_env_cfg"]["randomization"]["motor_time_constant_range_s"] == [0.02, 0.15]
+    assert config["eval_env_cfg"]["rewards"] == config["env_cfg"]["rewards"]  # everything else is the training's
+    result = json.loads((out / "eval.json").read_text())
+    assert result["eval_env_cfg_differs_from_training"] is True and result["randomization"] is True
+
+
 def test_short_training_improves_the_return():
     torch.manual_seed(0)
     cfg = {"randomization": {"enabled": False}}
@@ -144,6 +157,8 @@ def test_policy_act_fn_wraps_an_rsl_rl_actor():
         (["--num-envs", "0"], "--num-envs"),
         (["--max-iterations", "0"], "--max-iterations"),
         (["--target-success", "1.5"], "--target-success"),
+        (["--eval-env-cfg", "{not json"], "--eval-env-cfg"),
+        (["--eval-env-cfg", '{"randomization": {"no_such_key": 1}}'], "no_such_key"),
         (["--threads", "0"], "--threads"),
         (["--env-cfg", "{not json"], "--env-cfg"),
         (["--env-cfg", '{"physics": {"warp": 9}}'], "unknown key"),
