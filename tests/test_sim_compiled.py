@@ -18,7 +18,7 @@ def _rollout(compile_step: bool, n: int = 8, steps: int = 40):
     cfg = GotoEnvCfg()
     cfg.physics.compile = compile_step
     cfg.command.episode_length_s = 0.15  # time-outs every 15 steps: resets inside the rollout
-    env = GotoEnv(cfg, num_envs=n, seed=3)
+    env = GotoEnv(cfg, num_envs=n, seed=3, noise_stream="counter")
     gen = torch.Generator().manual_seed(0)
     out = []
     for i in range(steps):

@@ -155,5 +155,60 @@ def physics_substep(
     return position, quat, velocity, omega, rpm, contact
 
 
+def physics_substep_soa(
+    position: tuple, quat: tuple, velocity: tuple, omega: tuple, rpm: tuple, rpm_cmd: tuple,
+    motor_alpha: torch.Tensor, thrust_coefficient: torch.Tensor, torque_coefficient: torch.Tensor,
+    mass: torch.Tensor, inertia: tuple, force_ext_w: tuple, torque_ext_b: tuple,
+    rotor_xy: tuple, spin: tuple,
+    dt: float, gravity: float, rpm_min: float, rpm_max: float, floor_z: float, ground_friction: float,
+):
+    """``physics_substep`` in structure-of-arrays form: the same equations, term by term.
+
+    Every vector is a tuple of (N,) tensors (position (x, y, z), quat (w, x, y, z), rotor speeds
+    (4), ...) and the rotor geometry is plain floats (rotor_xy ((x, y),) * 4, spin (4)), so that
+    a compiled graph is one element-wise loop over the environments (vectorized over N) instead
+    of loops over rows of 3 or 4. Returns (position, quat, velocity, omega, rpm, contact).
+    """
+    rpm = tuple((r + motor_alpha * (c - r)).clamp(rpm_min, rpm_max) for r, c in zip(rpm, rpm_cmd))
+    f = [thrust_coefficient * r * r for r in rpm]
+    thrust = f[0] + f[1] + f[2] + f[3]
+    tau = (
+        (f[0] * rotor_xy[0][1] + f[1] * rotor_xy[1][1] + f[2] * rotor_xy[2][1] + f[3] * rotor_xy[3][1]) + torque_ext_b[0],
+        -(f[0] * rotor_xy[0][0] + f[1] * rotor_xy[1][0] + f[2] * rotor_xy[2][0] + f[3] * rotor_xy[3][0]) + torque_ext_b[1],
+        -(f[0] * spin[0] + f[1] * spin[1] + f[2] * spin[2] + f[3] * spin[3]) * torque_coefficient + torque_ext_b[2],
+    )
+    w, x, y, z = quat
+    body_z_w = (2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y))
+    acc = [(b * thrust + fe) / mass for b, fe in zip(body_z_w, force_ext_w)]
+    acc[2] = acc[2] - gravity
+    velocity = tuple(v + a * dt for v, a in zip(velocity, acc))
+    position = tuple(p + v * dt for p, v in zip(position, velocity))
+    iw = tuple(i * o for i, o in zip(inertia, omega))
+    cross = (omega[1] * iw[2] - omega[2] * iw[1], omega[2] * iw[0] - omega[0] * iw[2], omega[0] * iw[1] - omega[1] * iw[0])
+    omega = tuple(o + ((t - c) / i) * dt for o, t, c, i in zip(omega, tau, cross, inertia))
+    # attitude: q <- q (x) exp(omega dt), renormalized (math_utils.quat_from_rotvec, quat_mul)
+    v = tuple(o * dt for o in omega)
+    angle = torch.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    half = 0.5 * angle
+    small = angle < 1e-4
+    k = torch.where(small, 0.5 - angle * angle / 48.0, torch.sin(half) / torch.where(small, torch.ones_like(angle), angle))
+    bw, bx, by, bz = torch.cos(half), v[0] * k, v[1] * k, v[2] * k
+    q = (
+        w * bw - x * bx - y * by - z * bz,
+        w * bx + x * bw + y * bz - z * by,
+        w * by - x * bz + y * bw + z * bx,
+        w * bz + x * by - y * bx + z * bw,
+    )
+    norm = torch.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    quat = tuple(c / norm for c in q)
+    # floor: no penetration; inelastic normal impact, friction on sliding and spinning
+    contact = position[2] <= floor_z
+    position = (position[0], position[1], position[2].clamp(min=floor_z))
+    keep = 1.0 - ground_friction * contact.to(velocity[0].dtype)
+    velocity = (velocity[0] * keep, velocity[1] * keep, torch.where(contact, velocity[2].clamp(min=0.0), velocity[2]))
+    omega = tuple(o * keep for o in omega)
+    return position, quat, velocity, omega, rpm, contact
+
+
 def body_to_world(quat: torch.Tensor, v_b: torch.Tensor) -> torch.Tensor:
     return quat_rotate(quat, v_b)

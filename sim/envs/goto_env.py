@@ -26,7 +26,8 @@ from sim.envs import dynamics
 from sim.envs.goto_env_cfg import GotoEnvCfg
 from sim.envs.math_utils import quat_from_rotvec, quat_mul
 from sim.envs.randomization import sample_parameters
-from sim.envs.step_core import FusedConstants, StepConstants, control_step, fused_observations, fused_pre_reset
+from sim.envs import step_core
+from sim.envs.step_core import FusedConstants, StateLayout, StepConstants, control_step, fused_observations, fused_step
 from sim.envs.terms import observations as obs_terms
 from sim.envs.terms import terminations as term_terms
 
@@ -37,7 +38,14 @@ PRIVILEGED_SIZE = 18
 class GotoEnv(VecEnv):
     """Batched quadrotor go-to-goal task on CPU or CUDA."""
 
-    def __init__(self, cfg: GotoEnvCfg | None = None, num_envs: int = 1024, device: str | torch.device = "cpu", seed: int | None = None):
+    def __init__(
+        self, cfg: GotoEnvCfg | None = None, num_envs: int = 1024, device: str | torch.device = "cpu", seed: int | None = None,
+        noise_stream: str | None = None,
+    ):
+        """``noise_stream``: where the observation noise comes from: ``"generator"`` (torch.randn on the env's
+        generator, the eager default) or ``"counter"`` (``step_core.counter_gaussian``, keyed by the seed and a
+        draw counter: the compiled default, see step_core). Both are N(0, std^2) per term; they differ in
+        the random stream (with "counter" the env's generator serves only the resets)."""
         self.cfg = (cfg or GotoEnvCfg()).validate()
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -109,16 +117,45 @@ class GotoEnv(VecEnv):
         self._obs_high = torch.tensor(highs, **f32)
         self._noise_std = torch.tensor(stds, **f32) if self.cfg.randomization.enabled and any(stds) else None
         rcfg = c.randomization
-        self._fused = FusedConstants(
-            step=self._constants, max_episode_length=self.max_episode_length, latency=self.action_buffer.shape[1] > 1,
-            noise=self._noise_std is not None, force_norm=max(rcfg.max_disturbance_force_n, 1e-9),
-            torque_norm=max(rcfg.max_disturbance_torque_nm, 1e-12), motor_tau_norm=0.1,
-            term_names=tuple(t.name for t in self.observation_terms),
-        )
         self.compiled = bool(c.physics.compile)
+        if noise_stream is None:
+            noise_stream = "counter" if self.compiled else "generator"
+        if noise_stream not in ("generator", "counter"):
+            raise ConfigError(f"noise_stream must be 'generator' or 'counter', got {noise_stream!r}")
+        if self.compiled and noise_stream != "counter":
+            raise ConfigError("the compiled step (physics.compile) draws its observation noise with noise_stream='counter'")
+        self.noise_stream = noise_stream
+        self._noise_draws = 0
+        self._noise_columns = [i for i, s in enumerate(stds) if s > 0.0] if self._noise_std is not None else []
+        k = self.k
+        self._fused = FusedConstants(
+            step=self._constants, max_episode_length=self.max_episode_length, latency_slots=int(self.action_buffer.shape[1]),
+            force_norm=max(rcfg.max_disturbance_force_n, 1e-9), torque_norm=max(rcfg.max_disturbance_torque_nm, 1e-12),
+            motor_tau_norm=0.1, term_names=tuple(t.name for t in self.observation_terms),
+            action_low=tuple(k.action_low.tolist()), action_high=tuple(k.action_high.tolist()),
+            inverse_allocation_t=tuple(tuple(r) for r in k.inverse_allocation_t.tolist()),
+            rotor_xy=tuple(tuple(r) for r in k.rotor_xy.tolist()), spin=tuple(k.spin.tolist()), mass_kg=float(k.mass_kg),
+            inertia_kgm2=tuple(k.inertia_kgm2.tolist()), thrust_coefficient=float(k.thrust_coefficient),
+            torque_to_thrust_m=float(k.torque_to_thrust_m), obs_low=tuple(lows), obs_high=tuple(highs),
+            noise_std=tuple(stds) if self._noise_std is not None else (0.0,) * len(stds),
+        )
         if self.compiled:
+            missing = [t.name for t in self.observation_terms if t.name not in obs_terms.SOA_OBSERVATION_TERMS]
+            if missing:
+                raise ConfigError(f"the compiled step has no structure-of-arrays twin of observation term(s) {missing}; "
+                                  "add them to SOA_OBSERVATION_TERMS in sim/envs/terms/observations.py")
+            # structure-of-arrays state and parameters; the usual attributes become (N, k) views of them
+            layout = StateLayout(int(self.action_buffer.shape[1]))
+            self._state = torch.zeros((layout.rows, n), **f32)
+            self._state[layout.QUAT.start] = 1.0
+            self._state[layout.RPM] = self.k.hover_rpm
+            self._params_soa = torch.zeros((layout.PARAM_ROWS, n), **f32)
+            for key, rows in layout.PARAMS:
+                self._params_soa[rows] = self.params[key].t()
+                self.params[key] = self._params_soa[rows].t()
+            self._bind_state_views()
             # the whole control step but the resets as two fused graphs (see step_core); compiled on the first step
-            self._fused_pre_reset = torch.compile(fused_pre_reset, dynamic=False, fullgraph=True)
+            self._fused_step = torch.compile(fused_step, dynamic=False, fullgraph=True)
             self._fused_observations = torch.compile(fused_observations, dynamic=False, fullgraph=True)
         self._reset_idx(torch.arange(n, device=dev))
         self._obs = self._compute_observations()
@@ -198,37 +235,49 @@ class GotoEnv(VecEnv):
         return extras, done_ids
 
     def _step_compiled(self, actions) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
-        """``step`` with the fused graphs of step_core: the same computation and random stream as the eager path."""
+        """``step`` with the fused graphs of step_core on the structure-of-arrays state: the eager step's
+        computation and random stream (with ``noise_stream="counter"``)."""
         raw = self._check_actions(actions)
         progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
         dist_scale = curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress)
         action_rate_weight = self.cfg.rewards.action_rate_weight * curriculum_terms.ramp(self.cfg.curriculum.action_rate_weight_scale, progress)
         scalars = torch.tensor((dist_scale, action_rate_weight), dtype=torch.float32, device=self.device)
-        p = self.params
-        (actions, self.action_buffer, self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b,
-         self.rotor_rpm, crashed, out, distance, speed, rewards, self.episode_length_buf, time_out, dones, dones_long,
-         self._sq_error_sum, success, rms) = self._fused_pre_reset(
-            self._fused, raw, self.action_buffer, p["action_latency_steps"],
-            self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.rotor_rpm,
-            self.goal_w, self.last_action, self._motor_alpha, self._kf, self._ktau, self._mass, self._inertia,
-            p["disturbance_force_w"], p["disturbance_torque_b"], scalars[0], self.k.action_low, self.k.action_high,
-            self.k.inverse_allocation_t, self.k.rotor_xy, self.k.spin, scalars[1], self.episode_length_buf, self._sq_error_sum,
+        (self._state, self.episode_length_buf, rewards, dones, dones_long, time_out, crashed, out, distance, speed,
+         success, rms) = self._fused_step(
+            self._fused, raw.t().contiguous(), self._state, self._params_soa, self.params["action_latency_steps"], self.episode_length_buf, scalars,
         )
+        self._bind_state_views()
         self.common_step_counter += 1
         extras, _ = self._end_episodes(progress, dones, success, crashed, out, time_out, distance, speed, rms)
-        # the observations (after the resets, as in the eager path; noise drawn here, same stream)
-        noise = torch.randn((self.num_envs, self._obs_low.shape[0]), generator=self.generator, device=self.device) if self._fused.noise else None
-        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
-        obs_scale = torch.tensor(curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress), dtype=torch.float32, device=self.device)
-        self.last_action, policy, critic = self._fused_observations(
-            self._fused, self.position_w, self.quat_wxyz, self.linear_velocity_w, self.angular_velocity_b, self.goal_w,
-            actions, dones, noise, self._noise_std, self._obs_low, self._obs_high,
-            p["mass_scale"], p["inertia_scale"], p["thrust_coefficient_scale"], p["torque_coefficient_scale"],
-            p["motor_time_constant_s"], p["action_latency_steps"], p["disturbance_force_w"], p["disturbance_torque_b"],
-            obs_scale, self.rotor_rpm,
-        )
-        self._obs = TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)
+        self._obs = self._observations_soa(self._fused_observations)
         return self._obs, rewards, dones_long, extras
+
+    def _observations_soa(self, fn) -> TensorDict:
+        """The observations of the structure-of-arrays state with ``fn`` (step_core.fused_observations, compiled or not)."""
+        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
+        dist_scale = curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress)
+        scale = torch.tensor(dist_scale, dtype=torch.float32, device=self.device)
+        policy, critic, _ = fn(self._fused, self._state, self._params_soa, self.params["action_latency_steps"], self._next_noise_key(), scale)
+        return TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)
+
+    def _next_noise_key(self) -> torch.Tensor:
+        key = step_core.noise_key(self.seed, self._noise_draws)
+        self._noise_draws += 1
+        return torch.tensor(key, dtype=torch.int32, device=self.device)
+
+    def _bind_state_views(self) -> None:
+        """Point the (N, k) state attributes at the rows of the structure-of-arrays state (compiled path)."""
+        s, L = self._state, StateLayout
+        self.position_w = s[L.POS].t()
+        self.quat_wxyz = s[L.QUAT].t()
+        self.linear_velocity_w = s[L.VEL].t()
+        self.angular_velocity_b = s[L.OMEGA].t()
+        self.rotor_rpm = s[L.RPM].t()
+        self.goal_w = s[L.GOAL].t()
+        self.last_action = s[L.LAST_ACTION].t()
+        self._sq_error_sum = s[L.SQ_ERROR.start]
+        slots = self._fused.latency_slots
+        self.action_buffer = s[L.BUFFER_START:L.BUFFER_START + 4 * slots].view(slots, 4, self.num_envs).permute(2, 0, 1)
 
     # ---- internals ------------------------------------------------------------------------
     def _sanitize_actions(self, actions) -> torch.Tensor:
@@ -270,11 +319,13 @@ class GotoEnv(VecEnv):
         }
 
     def _compute_observations(self) -> TensorDict:
+        if self.compiled:
+            return self._observations_soa(fused_observations)  # not compiled: after construction and reset()
         # one pass over the terms; noise (if any) is added before the per-term clip, as the contract says
         raw = torch.cat([obs_terms.OBSERVATION_TERMS[t.name](self._observation_inputs()) for t in self.observation_terms], dim=-1)
         clean = torch.maximum(torch.minimum(raw, self._obs_high), self._obs_low)
         if self._noise_std is not None:
-            noisy = raw + self._noise_std * torch.randn(raw.shape, generator=self.generator, device=self.device)
+            noisy = raw + self._noise_std * self._draw_noise(raw.shape)
             policy = torch.maximum(torch.minimum(noisy, self._obs_high), self._obs_low)
         else:
             policy = clean
@@ -299,6 +350,17 @@ class GotoEnv(VecEnv):
         critic = torch.cat((clean, torch.nan_to_num(privileged)), dim=-1)
         return TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)
 
+    def _draw_noise(self, shape) -> torch.Tensor:
+        """Standard normal observation noise (num_envs, terms) from the env's ``noise_stream``."""
+        if self.noise_stream == "generator":
+            return torch.randn(shape, generator=self.generator, device=self.device)
+        # the compiled path's numbers: counter_gaussian rows for the noisy columns, zeros elsewhere
+        cols = self._noise_columns
+        z = step_core.counter_gaussian(self._next_noise_key(), step_core.noise_rows(self._fused.noise_std), self.num_envs)
+        noise = torch.zeros(shape, device=self.device)
+        noise[:, cols] = z[: len(cols)].t()
+        return noise
+
     def _reset_idx(self, ids: torch.Tensor) -> None:
         n = int(ids.numel())
         if n == 0:
@@ -311,7 +373,8 @@ class GotoEnv(VecEnv):
         new = sample_parameters(self.cfg.randomization, n, g, dev, self.k.motor_time_constant_s)
         for key, value in new.items():
             self.params[key][ids] = value
-        self._derive_parameters()
+        if not self.compiled:  # the compiled step derives them inside its graph
+            self._derive_parameters()
 
         pos = torch.empty((n, 3), device=dev)
         pos[:, :2] = (2.0 * rand(n, 2) - 1.0) * cmd.spawn_xy_half_extent_m
@@ -337,7 +400,9 @@ class GotoEnv(VecEnv):
         self.linear_velocity_w[ids] = vel
         self.angular_velocity_b[ids] = omega
         self.goal_w[ids] = goal
-        hover = torch.sqrt(self._mass[ids] * self.cfg.physics.gravity_mps2 / (4.0 * self._kf[ids]))
+        mass = self.k.mass_kg * self.params["mass_scale"][ids]  # = self._mass[ids]
+        kf = self.k.thrust_coefficient * self.params["thrust_coefficient_scale"][ids]  # = self._kf[ids]
+        hover = torch.sqrt(mass * self.cfg.physics.gravity_mps2 / (4.0 * kf))
         self.rotor_rpm[ids] = hover.expand(n, 4)
         self.last_action[ids] = 0.0
         self.action_buffer[ids] = 0.0

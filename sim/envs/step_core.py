@@ -8,6 +8,7 @@ graph is not re-specialized every step; configuration floats are compile-time co
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -89,11 +90,54 @@ def control_step(
 
 
 # ---- the fused (compiled) path --------------------------------------------------------------
-# ``GotoEnv`` with ``PhysicsCfg.compile`` runs one control step as two compiled graphs around
-# the (rare, eager) resets: ``fused_pre_reset`` (action sanitizing, latency buffer, the control
-# step, termination bookkeeping) and ``fused_observations``. Random draws stay outside the
-# graphs, made with the environment's generator in the same order as the eager path, so both
-# paths consume the same random stream and agree to float tolerance.
+# ``GotoEnv`` with ``PhysicsCfg.compile`` keeps its state structure-of-arrays: one (K, N) float
+# tensor (``StateLayout``: each row one component over the N environments; the env's (N, 3)
+# attributes are transposed views of it) and one (13, N) tensor of randomized parameters. A
+# control step is two compiled graphs around the (rare, eager) resets: ``fused_step`` (action
+# sanitizing, latency buffer, mixer, motor lag, physics substeps, terminations, rewards, episode
+# bookkeeping) and ``fused_observations``. Every quantity inside them is an (N,) row, so inductor
+# emits element-wise loops vectorized over the environments. The resets draw from the env's
+# generator as in the eager path; the observation noise comes from ``counter_gaussian`` (a
+# counter-based generator evaluated inside the graph; torch.randn's Mersenne Twister costs
+# ~10 ns per number, more than the rest of the step) so the compiled path does not consume the
+# generator for noise: its random stream equals the eager path's with ``noise_stream="counter"``.
+
+
+class StateLayout(NamedTuple):
+    """Rows of the structure-of-arrays state (K, N) and parameters (13, N)."""
+
+    latency_slots: int
+    """Slots of the action buffer (1 + maximum latency)."""
+
+    POS = slice(0, 3)
+    QUAT = slice(3, 7)
+    VEL = slice(7, 10)
+    OMEGA = slice(10, 13)
+    RPM = slice(13, 17)
+    GOAL = slice(17, 20)
+    LAST_ACTION = slice(20, 24)
+    SQ_ERROR = slice(24, 25)
+    BUFFER_START = 25
+
+    @property
+    def rows(self) -> int:
+        return self.BUFFER_START + 4 * self.latency_slots
+
+    @property
+    def buffer(self) -> slice:
+        return slice(self.BUFFER_START, self.rows)
+
+    # parameters: (key in GotoEnv.params, rows)
+    PARAMS = (
+        ("mass_scale", slice(0, 1)),
+        ("inertia_scale", slice(1, 4)),
+        ("thrust_coefficient_scale", slice(4, 5)),
+        ("torque_coefficient_scale", slice(5, 6)),
+        ("motor_time_constant_s", slice(6, 7)),
+        ("disturbance_force_w", slice(7, 10)),
+        ("disturbance_torque_b", slice(10, 13)),
+    )
+    PARAM_ROWS = 13
 
 
 class FusedConstants(NamedTuple):
@@ -101,90 +145,205 @@ class FusedConstants(NamedTuple):
 
     step: StepConstants
     max_episode_length: int
-    latency: bool
-    """Whether the action buffer holds more than the current action."""
-    noise: bool
-    """Whether observation noise is added to the policy group."""
+    latency_slots: int
+    """Slots of the action buffer (1: no latency)."""
     force_norm: float
     torque_norm: float
     motor_tau_norm: float
     term_names: tuple[str, ...]
     """The contract's observation terms, in order."""
+    action_low: tuple[float, ...]
+    action_high: tuple[float, ...]
+    inverse_allocation_t: tuple[tuple[float, ...], ...]
+    rotor_xy: tuple[tuple[float, float], ...]
+    spin: tuple[float, ...]
+    mass_kg: float
+    inertia_kgm2: tuple[float, float, float]
+    thrust_coefficient: float
+    torque_to_thrust_m: float
+    obs_low: tuple[float, ...]
+    obs_high: tuple[float, ...]
+    noise_std: tuple[float, ...]
+    """Per observation column; all 0: no noise."""
 
 
-def fused_pre_reset(
-    f: FusedConstants,
-    raw_actions: torch.Tensor, action_buffer: torch.Tensor, latency_steps: torch.Tensor,
-    pos: torch.Tensor, quat: torch.Tensor, vel: torch.Tensor, omega: torch.Tensor, rpm: torch.Tensor,
-    goal: torch.Tensor, last_action: torch.Tensor,
-    motor_alpha: torch.Tensor, kf: torch.Tensor, ktau: torch.Tensor, mass: torch.Tensor, inertia: torch.Tensor,
-    disturbance_force: torch.Tensor, disturbance_torque: torch.Tensor, dist_scale: torch.Tensor,
-    action_low: torch.Tensor, action_high: torch.Tensor, inverse_allocation_t: torch.Tensor,
-    rotor_xy: torch.Tensor, spin: torch.Tensor, action_rate_weight: torch.Tensor,
-    episode_length: torch.Tensor, sq_error_sum: torch.Tensor,
+def _rows(t: torch.Tensor, sl: slice) -> tuple:
+    return tuple(t[i] for i in range(sl.start, sl.stop))
+
+
+def fused_step(
+    f: FusedConstants, raw_actions: torch.Tensor, state: torch.Tensor, params: torch.Tensor,
+    latency_steps: torch.Tensor, episode_length: torch.Tensor, scalars: torch.Tensor,
 ):
-    """Everything of ``GotoEnv.step`` before the resets, as one pure function (new tensors out)."""
-    actions = torch.nan_to_num(raw_actions, nan=0.0, posinf=1.0, neginf=-1.0).clamp(-1.0, 1.0)
-    if f.latency:
-        action_buffer = torch.cat((actions.unsqueeze(1), action_buffer[:, :-1]), dim=1)
-        applied = torch.gather(action_buffer, 1, latency_steps.view(-1, 1, 1).expand(-1, 1, action_buffer.shape[2])).squeeze(1)
-    else:
-        applied = actions
-    force = disturbance_force * dist_scale
-    torque = disturbance_torque * dist_scale
-    pos, quat, vel, omega, rpm, crashed, out, distance, speed, within, reward = control_step(
-        f.step, pos, quat, vel, omega, rpm, goal, actions, applied, last_action, motor_alpha, kf, ktau, mass, inertia,
-        force, torque, action_low, action_high, inverse_allocation_t, rotor_xy, spin, action_rate_weight,
+    """Everything of ``GotoEnv.step`` before the resets on the structure-of-arrays state.
+
+    scalars: (disturbance scale, action-rate weight). Returns (state, episode_length, reward,
+    dones, dones as long, time_out, crashed, out_of_bounds, distance, speed, success, rms).
+    The new state's last action is already zeroed where an episode ends (as the resets do).
+    """
+    c, L = f.step, StateLayout
+    dist_scale, action_rate_weight = scalars[0], scalars[1]
+    raw = raw_actions  # (4, N): rows (GotoEnv passes actions.t().contiguous(): strided loads would stop inductor vectorizing)
+    actions = tuple(torch.nan_to_num(raw[i], nan=0.0, posinf=1.0, neginf=-1.0).clamp(-1.0, 1.0) for i in range(4))
+    # action latency: buffer slot 0 is the newest action; the applied one is `latency` slots old
+    slots = f.latency_slots
+    old = _rows(state, slice(L.BUFFER_START, L.BUFFER_START + 4 * slots))
+    buffer = actions + old[: 4 * (slots - 1)]
+    applied = list(buffer[0:4])
+    for s in range(1, slots):
+        applied = [torch.where(latency_steps == s, buffer[4 * s + a], applied[a]) for a in range(4)]
+    # per-environment parameters (GotoEnv._derive_parameters)
+    mass = f.mass_kg * params[0]
+    inertia = tuple(f.inertia_kgm2[i] * params[1 + i] for i in range(3))
+    kf = f.thrust_coefficient * params[4]
+    ktau = f.torque_to_thrust_m * params[5]
+    motor_alpha = 1.0 - torch.exp(-c.physics_dt / params[6])
+    force = tuple(params[7 + i] * dist_scale for i in range(3))
+    torque = tuple(params[10 + i] * dist_scale for i in range(3))
+    # firmware: normalized action -> wrench -> mixer (powerDistributionCap) -> rotor speed command
+    wrench = [lo + (a.clamp(-1.0, 1.0) + 1.0) * 0.5 * (hi - lo) for a, lo, hi in zip(applied, f.action_low, f.action_high)]
+    inv = f.inverse_allocation_t
+    thrusts = [wrench[0] * inv[0][j] + wrench[1] * inv[1][j] + wrench[2] * inv[2][j] + wrench[3] * inv[3][j] for j in range(4)]
+    overshoot = (torch.maximum(torch.maximum(thrusts[0], thrusts[1]), torch.maximum(thrusts[2], thrusts[3])) - c.max_rotor_thrust_n).clamp(min=0.0)
+    rpm_cmd = tuple(
+        torch.sqrt((t - overshoot).clamp(0.0, c.max_rotor_thrust_n).clamp(min=0.0) / c.thrust_coefficient_nominal).clamp(c.rpm_min, c.rpm_max)
+        for t in thrusts
     )
-    episode_length = episode_length + 1
+    pos, quat, vel, omega, rpm = (_rows(state, sl) for sl in (L.POS, L.QUAT, L.VEL, L.OMEGA, L.RPM))
+    goal, last_action = _rows(state, L.GOAL), _rows(state, L.LAST_ACTION)
+    touched = None
+    for _ in range(c.decimation):
+        pos, quat, vel, omega, rpm, contact = dynamics.physics_substep_soa(
+            pos, quat, vel, omega, rpm, rpm_cmd, motor_alpha, kf, ktau, mass, inertia, force, torque,
+            f.rotor_xy, f.spin, c.physics_dt, c.gravity, c.rpm_min, c.rpm_max, c.floor_z, c.ground_friction,
+        )
+        touched = contact if touched is None else touched | contact
+    # terminations (terms/terminations.py)
+    finite = torch.isfinite(pos[0])
+    for v in pos[1:] + quat + vel + omega:
+        finite = finite & torch.isfinite(v)
+    crashed = ~finite
+    if c.terminate_on_ground_contact:
+        crashed = crashed | touched | (pos[2] <= c.contact_height)
+    err = tuple(g - p for g, p in zip(goal, pos))
+    distance_raw = torch.sqrt(err[0] * err[0] + err[1] * err[1] + err[2] * err[2])
+    out = ((distance_raw > c.out_of_bounds_distance_m) | (pos[2] > c.ceiling_m)) & ~crashed
     terminated = crashed | out
-    time_out = term_terms.time_out(episode_length, f.max_episode_length) & ~terminated
+    # rewards (terms/rewards.py)
+    distance = torch.nan_to_num(distance_raw, nan=1e3, posinf=1e3)
+    r22 = 1.0 - 2.0 * (quat[1] * quat[1] + quat[2] * quat[2])
+    speed_sq = vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]
+    omega_sq = omega[0] * omega[0] + omega[1] * omega[1] + omega[2] * omega[2]
+    da = [a - b for a, b in zip(actions, last_action)]
+    rate = da[0] * da[0] + da[1] * da[1] + da[2] * da[2] + da[3] * da[3]
+    r = c.position_coarse_weight * (1.0 - torch.tanh(distance / c.position_coarse_scale_m))
+    r = r + c.position_fine_weight * (1.0 - torch.tanh(distance / c.position_fine_scale_m))
+    r = r + c.velocity_weight * speed_sq.clamp(max=100.0)
+    r = r + c.angular_velocity_weight * omega_sq.clamp(max=1e4)
+    r = r + c.tilt_weight * (1.0 - r22)
+    r = r + action_rate_weight * rate
+    r = r + c.termination_weight * terminated.float()
+    reward = torch.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0)
+    speed = torch.sqrt(speed_sq)
+    within = (distance < c.position_tolerance_m) & (speed < c.speed_tolerance_mps)
+    # episode bookkeeping
+    episode_length = episode_length + 1
+    time_out = (episode_length >= f.max_episode_length) & ~terminated
     dones = terminated | time_out
-    sq_error_sum = sq_error_sum + distance.square()
+    sq_error = state[L.SQ_ERROR.start] + distance * distance
     success = within & time_out
-    rms = torch.sqrt(sq_error_sum / episode_length.clamp(min=1).float())
-    return (actions, action_buffer, pos, quat, vel, omega, rpm, crashed, out, distance, speed, reward,
-            episode_length, time_out, dones, dones.long(), sq_error_sum, success, rms)
+    rms = torch.sqrt(sq_error / episode_length.clamp(min=1).float())
+    new_last = tuple(torch.where(dones, 0.0, a) for a in actions)
+    new_state = torch.stack(pos + quat + vel + omega + rpm + goal + new_last + (sq_error,) + buffer, dim=0)
+    return (new_state, episode_length, reward, dones, dones.long(), time_out, crashed, out, distance, speed, success, rms)
+
+
+# counter-based Gaussian noise: Box-Muller on two 24-bit uniforms from a 32-bit integer hash
+# ("lowbias32", C. Wellons) of (per-draw key, counter); in int32 arithmetic (wrapping multiply,
+# masked shifts for the logical right shift) so that inductor vectorizes it.
+_M1 = 0x7FEB352D
+_M2 = 0x846CA68B - (1 << 32)
+
+
+def _hash32(x: torch.Tensor) -> torch.Tensor:
+    x = x ^ ((x >> 16) & 0xFFFF)
+    x = x * _M1
+    x = x ^ ((x >> 15) & 0x1FFFF)
+    x = x * _M2
+    return x ^ ((x >> 16) & 0xFFFF)
+
+
+def noise_key(seed: int, draw: int) -> int:
+    """The int32 key of one noise draw (splitmix64 of seed and draw index, low 32 bits, signed)."""
+    z = ((seed & 0xFFFFFFFF) << 32 | (draw & 0xFFFFFFFF)) + 0x9E3779B97F4A7C15
+    z &= (1 << 64) - 1
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & ((1 << 64) - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & ((1 << 64) - 1)
+    z = (z ^ (z >> 31)) & 0xFFFFFFFF
+    return z - (1 << 32) if z >= (1 << 31) else z
+
+
+def counter_gaussian(key: torch.Tensor, rows: int, n: int) -> torch.Tensor:
+    """(rows, n) standard normal numbers, a pure function of the int32 ``key`` (0-dim tensor).
+
+    Independent of the device and of compilation (to float rounding); rows must be even.
+    """
+    pairs = rows // 2
+    counter = torch.arange(2 * pairs * n, dtype=torch.int32, device=key.device).view(pairs, n, 2)
+    h = _hash32(_hash32(counter) ^ key)
+    u = ((h >> 8) & 0xFFFFFF).float() * (1.0 / 16777216.0) + (0.5 / 16777216.0)  # (0, 1)
+    radius = torch.sqrt(-2.0 * torch.log(u[..., 0]))
+    angle = (2.0 * math.pi) * u[..., 1]
+    return torch.cat((radius * torch.cos(angle), radius * torch.sin(angle)), dim=0)
+
+
+def noise_rows(noise_std: tuple[float, ...]) -> int:
+    """Rows of ``counter_gaussian`` one observation draw needs (the noisy columns, rounded up to even)."""
+    k = sum(1 for s in noise_std if s > 0.0)
+    return k + (k % 2)
 
 
 def fused_observations(
-    f: FusedConstants,
-    pos: torch.Tensor, quat: torch.Tensor, vel: torch.Tensor, omega: torch.Tensor, goal: torch.Tensor,
-    actions: torch.Tensor, dones: torch.Tensor, noise: torch.Tensor | None,
-    noise_std: torch.Tensor | None, obs_low: torch.Tensor, obs_high: torch.Tensor,
-    mass_scale: torch.Tensor, inertia_scale: torch.Tensor, thrust_scale: torch.Tensor, torque_scale: torch.Tensor,
-    motor_tau: torch.Tensor, latency_steps: torch.Tensor, disturbance_force: torch.Tensor, disturbance_torque: torch.Tensor,
-    dist_scale: torch.Tensor, rpm: torch.Tensor,
+    f: FusedConstants, state: torch.Tensor, params: torch.Tensor, latency_steps: torch.Tensor,
+    noise_key: torch.Tensor, dist_scale: torch.Tensor,
 ):
-    """The last action (zeroed where reset) and the policy and critic observation groups.
+    """The policy and critic observation groups of the structure-of-arrays state.
 
-    The same terms, in the same order, as ``GotoEnv._compute_observations`` (the contract's).
+    The same terms, in the same order, as ``GotoEnv._compute_observations`` (the contract's);
+    noise (where ``noise_std`` > 0) from ``counter_gaussian(noise_key)``, added before the clip.
     """
-    last_action = torch.where(dones.unsqueeze(-1), torch.zeros_like(actions), actions)
+    L = StateLayout
     inputs = {
-        "position_w": pos, "quat_wxyz": quat, "linear_velocity_w": vel, "angular_velocity_b": omega,
-        "subgoal_w": goal, "last_action": last_action,
+        "position_w": _rows(state, L.POS), "quat_wxyz": _rows(state, L.QUAT), "linear_velocity_w": _rows(state, L.VEL),
+        "angular_velocity_b": _rows(state, L.OMEGA), "subgoal_w": _rows(state, L.GOAL), "last_action": _rows(state, L.LAST_ACTION),
     }
-    raw = torch.cat([obs_terms.OBSERVATION_TERMS[name](inputs) for name in f.term_names], dim=-1)
-    clean = torch.maximum(torch.minimum(raw, obs_high), obs_low)
-    if f.noise:
-        noisy = raw + noise_std * noise
-        policy = torch.maximum(torch.minimum(noisy, obs_high), obs_low)
+    raw = [v for name in f.term_names for v in obs_terms.SOA_OBSERVATION_TERMS[name](inputs)]
+    clean = [v.clamp(lo, hi) for v, lo, hi in zip(raw, f.obs_low, f.obs_high)]
+    rows = noise_rows(f.noise_std)
+    if rows:
+        z = counter_gaussian(noise_key, rows, state.shape[1])
+        policy, k = [], 0
+        for v, lo, hi, std in zip(raw, f.obs_low, f.obs_high, f.noise_std):
+            if std > 0.0:
+                v = (v + std * z[k]).clamp(lo, hi)
+                k += 1
+            else:
+                v = v.clamp(lo, hi)
+            policy.append(v)
     else:
         policy = clean
-    privileged = torch.cat(
-        (
-            mass_scale - 1.0,
-            inertia_scale - 1.0,
-            thrust_scale - 1.0,
-            torque_scale - 1.0,
-            motor_tau / f.motor_tau_norm,
-            latency_steps.float().unsqueeze(-1),
-            disturbance_force * dist_scale / f.force_norm,
-            disturbance_torque * dist_scale / f.torque_norm,
-            rpm / f.step.rpm_max,
-        ),
-        dim=-1,
+    force, torque = _rows(params, slice(7, 10)), _rows(params, slice(10, 13))
+    privileged = (
+        [params[0] - 1.0, params[1] - 1.0, params[2] - 1.0, params[3] - 1.0, params[4] - 1.0, params[5] - 1.0,
+         params[6] / f.motor_tau_norm, latency_steps.float()]
+        + [v * dist_scale / f.force_norm for v in force]
+        + [v * dist_scale / f.torque_norm for v in torque]
+        + [v / f.step.rpm_max for v in _rows(state, L.RPM)]
     )
-    critic = torch.cat((clean, torch.nan_to_num(privileged)), dim=-1)
-    return last_action, policy, critic
+    critic = clean + [torch.nan_to_num(v) for v in privileged]
+    # rows first (one vectorized loop over the environments), then one tiled transpose to (N, k):
+    # stacking the rows along the last dimension directly makes inductor write each column in its
+    # own strided pass over the output. The row buffer is returned too so that it stays a buffer.
+    rows_out = torch.stack(policy + critic, dim=0)
+    k = len(policy)
+    return rows_out[:k].t().contiguous(), rows_out[k:].t().contiguous(), rows_out

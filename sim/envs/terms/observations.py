@@ -49,6 +49,33 @@ OBSERVATION_TERMS: dict[str, Callable[[ObservationInputs], torch.Tensor]] = {
 }
 
 
+# ---- structure-of-arrays twins (the compiled step): inputs and outputs are tuples of (N,) tensors
+SoAInputs = dict[str, tuple]
+
+
+def _subgoal_error_w_soa(x: SoAInputs) -> tuple:
+    return tuple(g - p for g, p in zip(x["subgoal_w"], x["position_w"]))
+
+
+def _rotation_matrix_wb_soa(x: SoAInputs) -> tuple:
+    w, qx, qy, qz = x["quat_wxyz"]  # math_utils.rotation_matrix_from_quat, row-major
+    return (
+        1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - w * qz), 2 * (qx * qz + w * qy),
+        2 * (qx * qy + w * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - w * qx),
+        2 * (qx * qz - w * qy), 2 * (qy * qz + w * qx), 1 - 2 * (qx * qx + qy * qy),
+    )
+
+
+SOA_OBSERVATION_TERMS: dict[str, Callable[[SoAInputs], tuple]] = {
+    "subgoal_error_w": _subgoal_error_w_soa,
+    "rotation_matrix_wb": _rotation_matrix_wb_soa,
+    "linear_velocity_w": lambda x: tuple(x["linear_velocity_w"]),
+    "angular_velocity_b": lambda x: tuple(x["angular_velocity_b"]),
+    "last_action": lambda x: tuple(x["last_action"]),
+}
+"""The same terms as ``OBSERVATION_TERMS``, component by component (tests/test_sim_compiled.py checks they agree)."""
+
+
 def check_terms(terms: Sequence[ObservationTerm]) -> None:
     """Raise if the contract names a term the simulator does not implement."""
     for term in terms:
