@@ -1,8 +1,17 @@
-"""Deadline monitoring of a fixed-rate loop: tick durations, lateness and missed deadlines."""
+"""Deadline monitoring of a fixed-rate loop (tick durations, lateness, missed deadlines) and the
+loop's timing: absolute deadlines, the hybrid sleep-then-spin wait, the garbage collector around it."""
 
 from __future__ import annotations
 
+import gc
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
 import numpy as np
+
+from robot_hrl.errors import ConfigError
 
 
 class DeadlineMonitor:
@@ -58,3 +67,127 @@ class DeadlineMonitor:
             out.update(p50_ms=1e3 * float(p50), p99_ms=1e3 * float(p99),
                        late_p99_ms=1e3 * float(np.percentile(late, 99)))
         return out
+
+
+# ---- the fixed-rate loop's timing ----------------------------------------------------------------
+@dataclass(frozen=True)
+class LoopTiming:
+    """How a real-time loop waits for its deadlines and keeps its thread ready (node parameters)."""
+
+    spin_margin_s: float = 300e-6
+    """Sleep until this long before a deadline, then busy-wait (polling for messages) up to it; 0 = sleep
+    only. A thread woken from sleep on an idle (virtual) CPU starts late and runs cold; spinning the
+    last few hundred microseconds keeps it on the CPU and its caches warm."""
+    gc_after_tick: bool = True
+    """Disable the automatic cyclic GC during the loop and collect right after a tick instead (in the slack
+    before the next deadline), with the collector's own thresholds: a collection never lands on a
+    deadline. False = Python's automatic GC (start-up objects are frozen either way)."""
+    cpu: int = -1
+    """Pin the loop's thread to this CPU (``os.sched_setaffinity``); -1 = no pinning."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.spin_margin_s, bool) or not isinstance(self.spin_margin_s, (int, float)) \
+                or not math.isfinite(self.spin_margin_s) or not 0.0 <= self.spin_margin_s < 0.1:
+            raise ConfigError(f"spin_margin_us={_us(self.spin_margin_s)}: give 0 (sleep only) up to 100000 us")
+        if isinstance(self.cpu, bool) or not isinstance(self.cpu, int) or self.cpu < -1:
+            raise ConfigError(f"cpu_affinity={self.cpu!r}: a CPU number (0, 1, ...) or -1 (no pinning)")
+        if not isinstance(self.gc_after_tick, bool):
+            raise ConfigError(f"gc_after_tick={self.gc_after_tick!r} must be true or false")
+
+    @classmethod
+    def from_params(cls, spin_margin_us: Any, gc_after_tick: Any, cpu_affinity: Any) -> "LoopTiming":
+        """From the node parameters (``spin_margin_us`` in microseconds), with one clear error each."""
+        if isinstance(spin_margin_us, bool) or not isinstance(spin_margin_us, (int, float)):
+            raise ConfigError(f"spin_margin_us={spin_margin_us!r} must be a number of microseconds (0 = sleep only)")
+        return cls(spin_margin_s=float(spin_margin_us) * 1e-6, gc_after_tick=gc_after_tick, cpu=cpu_affinity)
+
+
+def _us(seconds: Any) -> str:
+    return f"{seconds * 1e6:g}" if isinstance(seconds, (int, float)) else repr(seconds)
+
+
+class FixedRateSchedule:
+    """Absolute deadlines ``start + k * period`` (no drift); a start later than a whole period skips the
+    periods it missed and keeps the phase, as the executor's timers do."""
+
+    def __init__(self, period_s: float, start_s: float):
+        if not period_s > 0:
+            raise ValueError(f"period_s must be > 0, got {period_s!r}")
+        self.period_s = float(period_s)
+        self.next_s = float(start_s) + self.period_s
+        """The next tick's deadline (when it is due)."""
+
+    def start_tick(self, now_s: float) -> tuple[float, int]:
+        """A tick starts at ``now_s`` (at or after :attr:`next_s`): returns its lateness against its
+        deadline (at most one period) and the periods skipped; moves on to the next deadline."""
+        late = max(0.0, now_s - self.next_s)
+        skipped = int(math.floor(late / self.period_s))
+        self.next_s += (skipped + 1) * self.period_s
+        return min(late, self.period_s), skipped
+
+
+def wait_until(deadline_s: float, spin_margin_s: float, sleep: Callable[[float], None],
+               poll: Callable[[], None] | None = None, clock: Callable[[], float] = time.perf_counter,
+               max_sleep_s: float = 0.05, stop: Callable[[], bool] | None = None) -> float:
+    """Hybrid wait: ``sleep(s)`` (which may return early, e.g. when a message arrived and was handled)
+    until ``spin_margin_s`` before ``deadline_s``, then busy-wait, calling ``poll()`` (take messages
+    without blocking) until the deadline. Returns ``clock()`` at return: at or after ``deadline_s``,
+    unless ``stop()`` turned true (checked at least every ``max_sleep_s``)."""
+    while True:
+        now = clock()
+        remaining = deadline_s - now
+        if remaining <= 0.0 or (stop is not None and stop()):
+            return now
+        if remaining > spin_margin_s:
+            sleep(min(remaining - spin_margin_s, max_sleep_s))
+        elif poll is not None:
+            poll()
+
+
+class LoopGc:
+    """The garbage collector around a real-time loop.
+
+    :meth:`start` collects and freezes what exists (model, shield, DDS entities live as long as the
+    node: out of the collector's sight, so its collections stay short) and, with ``after_tick``,
+    disables the automatic collection; :meth:`after_tick` then runs the collection Python would
+    have run (the oldest generation past its threshold), at a moment the loop chooses. :meth:`close`
+    puts the collector back as it found it.
+    """
+
+    def __init__(self, after_tick: bool = True):
+        self.after_tick_enabled = bool(after_tick)
+        self.collections = 0
+        """Collections run by :meth:`after_tick`."""
+        self._was_enabled: bool | None = None
+
+    def start(self) -> None:
+        if self._was_enabled is not None:
+            return
+        self._was_enabled = gc.isenabled()
+        gc.collect()
+        gc.freeze()
+        if self.after_tick_enabled:
+            gc.disable()
+
+    def after_tick(self) -> int:
+        """Collect the oldest generation whose count passed its threshold; -1 when none did."""
+        if not self.after_tick_enabled or self._was_enabled is None:
+            return -1
+        counts, thresholds = gc.get_count(), gc.get_threshold()
+        generation = -1
+        for g in range(min(len(counts), len(thresholds))):
+            if thresholds[g] and counts[g] > thresholds[g]:
+                generation = g
+        if generation >= 0:
+            gc.collect(generation)
+            self.collections += 1
+        return generation
+
+    def close(self) -> None:
+        """Re-enable the automatic collection if it was on, and unfreeze (the node's objects may go now)."""
+        if self._was_enabled is None:
+            return
+        gc.unfreeze()
+        if self._was_enabled:
+            gc.enable()
+        self._was_enabled = None

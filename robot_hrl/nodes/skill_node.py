@@ -20,15 +20,18 @@ Topics (relative to the node's namespace):
   summary (mode, interventions by unit) and the deadline monitor (tick p50/p99, misses).
 
 Timing: without ``use_sim_time`` a fixed-rate loop at the contract's rate (absolute deadlines,
-missed deadlines counted). With ``use_sim_time`` one tick per control period of ``/clock``,
-so the node follows a simulator running faster than real time.
+missed deadlines counted): it sleeps in the executor (taking messages) until ``spin_margin_us``
+before each deadline, then busy-waits to it; the cyclic garbage collector runs right after a
+tick, not at a random allocation; ``realtime_priority`` and ``cpu_affinity`` optionally give the
+loop's thread SCHED_FIFO and a core of its own. With ``use_sim_time`` one tick per control
+period of ``/clock``, so the node follows a simulator running faster than real time.
 """
 
 from __future__ import annotations
 
-import gc
 import math
 import os
+import struct
 import sys
 import threading
 import time
@@ -39,11 +42,13 @@ import numpy as np
 
 from robot_hrl.errors import ConfigError
 from robot_hrl.msgs import Bool, Clock, DiagnosticArray, Odometry, PoseStamped, String, WrenchStamped
-from robot_hrl.msgs import header, seconds_from_time, state_from_odometry
+from robot_hrl.geometry import rotation_matrix_from_quat
+from robot_hrl.msgs import header, seconds_from_time, state_from_odometry, time_from_seconds
 from robot_hrl.nodes.common import (
     ERROR, OK, WARN, diag_array, diag_status, finite_or_none, json_string, position_of, run_main,
 )
-from robot_hrl.nodes.deadline import DeadlineMonitor
+from robot_hrl.nodes.deadline import DeadlineMonitor, FixedRateSchedule, LoopGc, LoopTiming, wait_until
+from robot_hrl.state import RobotState
 from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 
 
@@ -308,11 +313,112 @@ class SkillCore:
         return s
 
 
+COMMAND_FRAME = "base_link"
+
+
 def wrench_msg(wrench: np.ndarray, stamp_s: float) -> WrenchStamped:
-    msg = WrenchStamped(header=header(stamp_s, "base_link"))
+    msg = WrenchStamped(header=header(stamp_s, COMMAND_FRAME))
     msg.wrench.force.z = float(wrench[0])
     msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (float(v) for v in wrench[1:4])
     return msg
+
+
+class WrenchEncoder:
+    """The CDR bytes of :func:`wrench_msg`, packed with one precompiled :class:`struct.Struct` (a few
+    microseconds instead of the ~26 us of the generic Python serializer, on every tick's path to the
+    motors). The layout is XCDR1 little-endian, as ROS 2 sends it: encapsulation header, stamp
+    (int32 sec, uint32 nanosec), frame_id (uint32 length with the NUL, bytes, padding to 8), then
+    force x y z and torque x y z as float64. tests/test_skill_node_timing.py checks it byte for byte
+    against ``WrenchStamped.serialize()``."""
+
+    _ENCAPSULATION = b"\x00\x01\x00\x00"  # CDR_LE, no options
+
+    def __init__(self, frame_id: str = COMMAND_FRAME):
+        name = frame_id.encode() + b"\0"
+        pad = -(4 + 4 + 4 + len(name)) % 8  # the doubles are 8-aligned, counted after the encapsulation
+        self._struct = struct.Struct(f"<4siiI{len(name)}s{pad}x6d")
+        self._name = name
+
+    def encode(self, wrench: np.ndarray, stamp_s: float) -> bytes:
+        t = time_from_seconds(stamp_s)  # the one stamp conversion (rounding, range checks) of the stack
+        w = wrench.tolist() if isinstance(wrench, np.ndarray) else [float(v) for v in wrench]
+        return self._struct.pack(self._ENCAPSULATION, t.sec, t.nanosec, len(self._name), self._name,
+                                 0.0, 0.0, w[0], w[1], w[2], w[3])
+
+
+_CDR_LE = b"\x00\x01"
+_STAMP_AND_LEN = struct.Struct("<iII")
+_U32 = struct.Struct("<I")
+_POSE = struct.Struct("<7d")
+_TWIST = struct.Struct("<6d")
+_COVARIANCE_BYTES = 36 * 8
+
+
+class OdometryDecoder:
+    """The :class:`RobotState` of ``/odom``'s CDR bytes, reading the 13 numbers it needs with
+    precompiled :class:`struct.Struct` s instead of decoding the whole message (two 36-element
+    covariances, nested classes: ~35 us hot, ~130 us on a cold loop, on the path to the motors).
+
+    The state is computed exactly as :func:`robot_hrl.msgs.state_from_odometry` does (same numpy
+    operations, so the same bits); any sample off the fast path (another encapsulation, lengths
+    that do not add up, an unusable quaternion, non-finite values) goes the generic way,
+    ``state_from_odometry(Odometry.deserialize(data))``, which raises its errors.
+    tests/test_skill_node_timing.py compares the two."""
+
+    def __call__(self, data: bytes) -> RobotState:
+        state = self.fast(data)
+        if state is None:
+            state = state_from_odometry(Odometry.deserialize(data))
+        return state
+
+    @staticmethod
+    def fast(data: bytes) -> RobotState | None:
+        """The state, or None when the sample is off the fast path."""
+        if len(data) < 4 or data[:2] != _CDR_LE:
+            return None
+        body = memoryview(data)[4:]  # XCDR1 aligns to the start of the body
+        try:
+            sec, nanosec, frame_len = _STAMP_AND_LEN.unpack_from(body, 0)
+            if frame_len < 1:
+                return None
+            o = (12 + frame_len + 3) & ~3
+            (child_len,) = _U32.unpack_from(body, o)
+            if child_len < 1:
+                return None
+            o = (o + 4 + child_len + 7) & ~7
+            if o + 56 + _COVARIANCE_BYTES + 48 + _COVARIANCE_BYTES > len(body):
+                return None
+            x, y, z, qx, qy, qz, qw = _POSE.unpack_from(body, o)
+            vx, vy, vz, wx, wy, wz = _TWIST.unpack_from(body, o + 56 + _COVARIANCE_BYTES)
+        except struct.error:
+            return None
+        q = np.array([qw, qx, qy, qz], dtype=np.float64)
+        n = float(np.linalg.norm(q))
+        if not np.isfinite(n) or n < 1e-9:
+            return None
+        q = q / n
+        v_body = np.array([vx, vy, vz], dtype=np.float64)
+        state = RobotState(position_w=np.array([x, y, z], dtype=np.float64), quat_wxyz=q,
+                           linear_velocity_w=rotation_matrix_from_quat(q) @ v_body,
+                           angular_velocity_b=np.array([wx, wy, wz], dtype=np.float64),
+                           stamp_s=sec + nanosec * 1e-9)
+        return state if state.is_finite() else None
+
+
+class CommandPublisher:
+    """``/cmd_wrench``: the pre-encoded CDR bytes through ``publish_raw`` (both backends have it), the
+    message through ``publish`` for a publisher without it."""
+
+    def __init__(self, publisher):
+        self.publisher = publisher
+        self._raw = getattr(publisher, "publish_raw", None)
+        self._encoder = WrenchEncoder()
+
+    def publish(self, wrench: np.ndarray, stamp_s: float) -> None:
+        if self._raw is not None:
+            self._raw(self._encoder.encode(wrench, stamp_s))
+        else:
+            self.publisher.publish(wrench_msg(wrench, stamp_s))
 
 
 class SkillNode:
@@ -325,6 +431,8 @@ class SkillNode:
             ("provider", "auto"), ("control_rate_hz", 0.0), ("shield_config", ""), ("reached_radius_m", 0.15),
             ("reached_speed_mps", 0.3), ("blocked_after_s", 3.0), ("status_rate_hz", 10.0),
             ("diagnostics_rate_hz", 2.0), ("use_sim_time", False), ("realtime_priority", 0),
+            ("spin_margin_us", round(LoopTiming.spin_margin_s * 1e6, 3)), ("gc_after_tick", LoopTiming.gc_after_tick),
+            ("cpu_affinity", LoopTiming.cpu),
         )}
         self.p = p
         from robot_hrl.nodes.resources import resolve_resource
@@ -336,6 +444,7 @@ class SkillNode:
                 raise ConfigError(f"skill_node: {key}={p[key]!r} must be > 0")
         if not 0 <= int(p["realtime_priority"]) <= 99:
             raise ConfigError(f"skill_node: realtime_priority={p['realtime_priority']!r}: 0 (off) or 1..99 (SCHED_FIFO)")
+        self.timing = LoopTiming.from_params(p["spin_margin_us"], p["gc_after_tick"], p["cpu_affinity"])
         if float(p["control_rate_hz"]) < 0:
             raise ConfigError(f"skill_node: control_rate_hz={p['control_rate_hz']!r} must be >= 0 (0 = the contract's)")
         try:
@@ -365,9 +474,13 @@ class SkillNode:
         self.deadline = DeadlineMonitor(self.period_s)
         self.use_sim_time = bool(p["use_sim_time"])
         self.cmd_pub = node.create_publisher(WrenchStamped, "/cmd_wrench", COMMAND_QOS)
+        self._command = CommandPublisher(self.cmd_pub)
+        self.loop_gc = LoopGc(self.timing.gc_after_tick)
         self.status_pub = node.create_publisher(String, "/skill/status", COMMAND_QOS)
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
-        node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS)
+        # Raw CDR in: the decoder reads only what the state needs (see OdometryDecoder).
+        self._decode_odom = OdometryDecoder()
+        node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS, raw=True)
         node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, COMMAND_QOS)
         node.create_subscription(Bool, "/estop", self._on_estop, LATCHED_QOS)
         self._next_tick_s: float | None = None
@@ -378,13 +491,14 @@ class SkillNode:
         if self.use_sim_time:
             # Created after /odom: on a wake-up the odometry of the period is taken before its clock.
             node.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS)
-        self.timer = None
         self.ticks = 0
+        self._restore_thread: list = []
+        """Undo actions of set_realtime_priority / set_cpu_affinity, run when the loop ends."""
 
     # ---- callbacks ----------------------------------------------------------------------------
-    def _on_odom(self, msg: Odometry) -> None:
+    def _on_odom(self, data: bytes) -> None:
         try:
-            state = state_from_odometry(msg)
+            state = self._decode_odom(data)
         except Exception as exc:  # noqa: BLE001 - a bad estimate is counted, and goes stale
             self.core.on_bad_odometry(str(exc))
             return
@@ -416,7 +530,7 @@ class SkillNode:
     def tick(self, now: float, late_s: float = 0.0, skipped: int = 0) -> None:
         t0 = time.perf_counter()
         out = self.core.tick(now)
-        self.cmd_pub.publish(wrench_msg(out.wrench, now))
+        self._command.publish(out.wrench, now)
         duration = time.perf_counter() - t0
         self.deadline.record(duration, late_s, skipped)
         self.ticks += 1
@@ -431,6 +545,7 @@ class SkillNode:
         if now >= self._next_diag_s or out.interventions and now >= self._next_diag_s - 0.4:
             self._next_diag_s = now + 1.0 / float(self.p["diagnostics_rate_hz"])
             self.publish_diagnostics(now)
+        self.loop_gc.after_tick()  # in the slack before the next deadline, not inside a tick
 
     def publish_diagnostics(self, now: float) -> None:
         statuses = []
@@ -460,7 +575,7 @@ class SkillNode:
             values[f"interventions.{unit}"] = n
         statuses.append(diag_status("skill_node: interventions", level, f"mode {mode}"
                                     + (f" ({core.last_reason})" if core.last_reason else ""), values))
-        stats = self.deadline.stats()
+        stats = {**self.deadline.stats(), "gc_collections_after_tick": self.loop_gc.collections}
         d_level = OK if stats["misses"] == 0 else WARN
         statuses.append(diag_status("skill_node: deadline", d_level,
                                     f"{stats['misses']} missed deadline(s) in {stats['ticks']} ticks at "
@@ -474,35 +589,80 @@ class SkillNode:
         if prio <= 0 or self.use_sim_time:
             return False
         try:
+            policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
         except (OSError, AttributeError) as exc:
             self.node.get_logger().warning(f"realtime_priority={prio}: SCHED_FIFO refused ({exc}); "
                                            "running at normal priority")
             return False
+        self._restore_thread.append(lambda: os.sched_setscheduler(0, policy, param))
         self.node.get_logger().info(f"control loop at SCHED_FIFO priority {prio}")
         return True
 
-    def run(self, stop: threading.Event) -> None:
-        # What exists now (model, shield, DDS entities) lives as long as the node: out of the
-        # garbage collector's sight, so that its full collections stay short during the loop.
-        gc.collect()
-        gc.freeze()
-        self.set_realtime_priority()
-        if not self.use_sim_time:
-            # Real time: a timer with absolute deadlines on the node's single-threaded executor
-            # (callbacks and ticks in one thread: no lock hand-over, no GIL hand-over between them).
-            self.timer = self.node.create_timer(self.period_s, self._on_timer)
-            self._overruns = 0
-        self.node.spin(until=stop.is_set)  # with use_sim_time the ticks come from /clock
+    def set_cpu_affinity(self) -> bool:
+        """Pin the calling (loop) thread to ``cpu_affinity``; an unknown CPU gives a warning and no
+        pinning. Threads started before (DDS, onnxruntime) keep their own affinity."""
+        cpu = self.timing.cpu
+        if cpu < 0:
+            return False
+        try:
+            previous = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, {cpu})
+        except (OSError, AttributeError, ValueError) as exc:
+            self.node.get_logger().warning(f"cpu_affinity={cpu}: refused ({exc}); the loop is not pinned")
+            return False
+        self._restore_thread.append(lambda: os.sched_setaffinity(0, previous))
+        self.node.get_logger().info(f"control loop pinned to CPU {cpu}")
+        return True
 
-    def _on_timer(self) -> None:
-        due = getattr(self.timer, "last_deadline", None)
-        late = max(0.0, time.perf_counter() - due) if due is not None else 0.0
-        overruns = getattr(self.timer, "overruns", 0)
-        skipped, self._overruns = overruns - self._overruns, overruns
-        self.tick(self.node.now(), late_s=min(late, self.period_s), skipped=skipped)
+    def restore_thread(self) -> None:
+        """Give the loop's thread back its scheduling and affinity (the thread may go on, e.g. in a
+        test or benchmark, after the loop)."""
+        while self._restore_thread:
+            try:
+                self._restore_thread.pop()()
+            except OSError as exc:
+                self.node.get_logger().warning(f"could not restore the thread's scheduling: {exc}")
+
+    def run(self, stop: threading.Event) -> None:
+        self.loop_gc.start()
+        try:
+            self.set_realtime_priority()
+            self.set_cpu_affinity()
+            if self.use_sim_time:
+                self.node.spin(until=stop.is_set)  # the ticks come from /clock
+            else:
+                self._run_realtime(stop)
+        finally:
+            self.restore_thread()
+            self.loop_gc.close()
+
+    def _stopped(self, stop: threading.Event) -> bool:
+        return stop.is_set() or bool(getattr(self.node, "is_shutdown", False))
+
+    def _run_realtime(self, stop: threading.Event) -> None:
+        """The fixed-rate loop on the node's single-threaded executor (callbacks and ticks in one
+        thread: no lock or GIL hand-over between them). Between deadlines the executor sleeps and runs
+        the callbacks of arriving messages; ``spin_margin_us`` before a deadline it stops sleeping and
+        polls, so the tick starts on time on a warm CPU."""
+        node = self.node
+        schedule = FixedRateSchedule(self.period_s, time.perf_counter())
+
+        def stopped() -> bool:
+            return self._stopped(stop)
+
+        def poll() -> None:
+            node.spin_once(0.0)
+
+        while not stopped():
+            wait_until(schedule.next_s, self.timing.spin_margin_s, node.spin_once, poll, stop=stopped)
+            if stopped():
+                return
+            late, skipped = schedule.start_tick(time.perf_counter())
+            self.tick(node.now(), late_s=late, skipped=skipped)
 
     def close(self) -> None:
+        self.loop_gc.close()
         try:
             self.publish_diagnostics(self.node.now())
         except Exception:  # noqa: BLE001 - best effort at shutdown

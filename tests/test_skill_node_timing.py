@@ -1,0 +1,423 @@
+"""The skill node's loop timing without wall-clock assertions: a fake clock drives the hybrid wait,
+the fixed-rate schedule and the parameters; the garbage collector is put back as it was found."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from robot_hrl.errors import ConfigError
+from robot_hrl.nodes.deadline import FixedRateSchedule, LoopGc, LoopTiming, wait_until
+
+
+class FakeClock:
+    """A clock that moves only when the code under test sleeps or polls."""
+
+    def __init__(self, t: float = 0.0, poll_cost_s: float = 10e-6):
+        self.t = t
+        self.poll_cost_s = poll_cost_s
+        self.sleeps: list[float] = []
+        self.polls = 0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.t += s
+
+    def poll(self) -> None:
+        self.polls += 1
+        self.t += self.poll_cost_s
+
+
+# ---- the hybrid wait ------------------------------------------------------------------------------
+def test_wait_sleeps_to_the_margin_then_spins_to_the_deadline():
+    c = FakeClock()
+    now = wait_until(0.01, 300e-6, c.sleep, c.poll, clock=c)
+    assert now >= 0.01
+    assert c.sleeps == [pytest.approx(0.01 - 300e-6)]  # one sleep, up to the margin, never past it
+    assert c.polls >= 25  # the last 300 us spent polling (10 us per poll here)
+
+
+def test_wait_without_margin_only_sleeps():
+    c = FakeClock()
+    assert wait_until(0.01, 0.0, c.sleep, c.poll, clock=c) >= 0.01
+    assert c.polls == 0
+
+
+def test_wait_resleeps_when_woken_early_and_caps_each_sleep():
+    c = FakeClock()
+    woken = iter([0.001, 0.002])  # two messages wake it early
+
+    def sleep(s: float) -> None:
+        c.sleeps.append(s)
+        c.t += min(s, next(woken, s))
+
+    assert wait_until(0.2, 0.0, sleep, clock=c, max_sleep_s=0.05) >= 0.2
+    assert max(c.sleeps) <= 0.05 and len(c.sleeps) >= 5
+
+
+def test_wait_returns_at_once_when_late_or_stopped():
+    c = FakeClock(t=1.0)
+    assert wait_until(0.5, 300e-6, c.sleep, c.poll, clock=c) == 1.0 and not c.sleeps and not c.polls
+    c = FakeClock()
+    assert wait_until(1.0, 0.0, c.sleep, clock=c, stop=lambda: True) == 0.0 and not c.sleeps
+
+
+def test_wait_spins_without_a_poll_function():
+    ticks = iter(range(1000))
+    assert wait_until(5, 10, lambda s: None, clock=lambda: next(ticks)) >= 5
+
+
+# ---- the schedule ---------------------------------------------------------------------------------
+def test_schedule_keeps_absolute_deadlines_and_skips_missed_periods():
+    s = FixedRateSchedule(0.01, start_s=100.0)
+    assert s.next_s == pytest.approx(100.01)
+    assert s.start_tick(100.0102) == (pytest.approx(0.0002), 0)
+    assert s.next_s == pytest.approx(100.02)  # no drift from the late start
+    late, skipped = s.start_tick(100.0455)  # 25.5 ms late: two whole periods missed
+    assert skipped == 2 and late == pytest.approx(0.01)  # lateness capped at one period, as before
+    assert s.next_s == pytest.approx(100.05)  # the phase is kept
+    assert s.start_tick(100.05) == (0.0, 0)
+    with pytest.raises(ValueError):
+        FixedRateSchedule(0.0, 0.0)
+
+
+# ---- parameters -----------------------------------------------------------------------------------
+def test_loop_timing_from_params():
+    t = LoopTiming.from_params(250, False, 1)
+    assert t.spin_margin_s == pytest.approx(250e-6) and t.gc_after_tick is False and t.cpu == 1
+    assert LoopTiming.from_params(0, True, -1).spin_margin_s == 0.0
+
+
+@pytest.mark.parametrize("margin, gc_flag, cpu, words", [
+    (-5, True, -1, "spin_margin_us"),
+    (float("nan"), True, -1, "spin_margin_us"),
+    (2e5, True, -1, "spin_margin_us"),
+    ("300", True, -1, "spin_margin_us"),
+    (True, True, -1, "spin_margin_us"),
+    (300, "yes", -1, "gc_after_tick"),
+    (300, True, -2, "cpu_affinity"),
+    (300, True, 1.5, "cpu_affinity"),
+])
+def test_loop_timing_rejects_bad_params_with_a_clear_error(margin, gc_flag, cpu, words):
+    with pytest.raises(ConfigError, match=words):
+        LoopTiming.from_params(margin, gc_flag, cpu)
+
+
+# ---- the garbage collector --------------------------------------------------------------------------
+@pytest.fixture
+def gc_state():
+    enabled, threshold = gc.isenabled(), gc.get_threshold()
+    yield
+    gc.set_threshold(*threshold)
+    gc.unfreeze()
+    (gc.enable if enabled else gc.disable)()
+
+
+def test_loop_gc_disables_collects_after_ticks_and_restores(gc_state):
+    gc.enable()
+    g = LoopGc(after_tick=True)
+    g.start()
+    assert not gc.isenabled() and gc.get_freeze_count() > 0
+    gc.set_threshold(1, 10, 10)
+    junk = [[] for _ in range(50)]  # allocations past the young generation's threshold
+    assert g.after_tick() >= 0 and g.collections == 1
+    del junk
+    g.close()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    g.close()  # idempotent
+    assert gc.isenabled()
+
+
+def test_loop_gc_keeps_a_disabled_collector_disabled(gc_state):
+    gc.disable()
+    g = LoopGc(after_tick=True)
+    g.start()
+    g.close()
+    assert not gc.isenabled()
+
+
+def test_loop_gc_automatic_mode_leaves_the_collector_on(gc_state):
+    gc.enable()
+    g = LoopGc(after_tick=False)
+    g.start()
+    assert gc.isenabled() and g.after_tick() == -1
+    g.close()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+# ---- the pre-encoded motor command ------------------------------------------------------------------
+@pytest.mark.parametrize("wrench, stamp_s", [
+    ((0.3, 0.01, -0.02, 0.03), 12.345),
+    ((0.0, 0.0, 0.0, 0.0), 0.0),
+    ((1e-300, -1e300, 5.0, -0.0), 1_700_000_000.123456789),
+    ((0.27, 1e-4, 2e-4, -3e-4), -1.5),
+])
+def test_wrench_encoder_matches_the_generic_serializer(wrench, stamp_s):
+    import numpy as np
+
+    from robot_hrl.nodes.skill_node import WrenchEncoder, wrench_msg
+
+    w = np.array(wrench, dtype=np.float64)
+    assert WrenchEncoder().encode(w, stamp_s) == wrench_msg(w, stamp_s).serialize()
+
+
+@pytest.mark.parametrize("frame", ["", "b", "base_link", "a_longer_frame_name"])
+def test_wrench_encoder_pads_any_frame_id(frame):
+    import numpy as np
+
+    from robot_hrl.msgs import WrenchStamped, header
+    from robot_hrl.nodes.skill_node import WrenchEncoder
+
+    msg = WrenchStamped(header=header(3.25, frame))
+    msg.wrench.force.z, msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = 0.3, 0.1, 0.2, 0.4
+    assert WrenchEncoder(frame).encode(np.array([0.3, 0.1, 0.2, 0.4]), 3.25) == msg.serialize()
+    assert WrenchStamped.deserialize(WrenchEncoder(frame).encode([0.3, 0.1, 0.2, 0.4], 3.25)) == msg
+
+
+def test_wrench_encoder_rejects_a_non_finite_stamp():
+    from robot_hrl.nodes.skill_node import WrenchEncoder
+
+    with pytest.raises(ValueError):
+        WrenchEncoder().encode([0.0, 0.0, 0.0, 0.0], float("nan"))
+
+
+def test_command_publisher_prefers_raw_bytes():
+    import numpy as np
+
+    from robot_hrl.msgs import WrenchStamped
+    from robot_hrl.nodes.skill_node import CommandPublisher
+
+    class Plain:
+        def __init__(self):
+            self.sent = []
+
+        def publish(self, msg):
+            self.sent.append(msg)
+
+    class Raw(Plain):
+        def publish_raw(self, data):
+            self.sent.append(data)
+
+    w = np.array([0.3, 0.0, 0.0, 0.0])
+    plain, raw = Plain(), Raw()
+    CommandPublisher(plain).publish(w, 1.0)
+    CommandPublisher(raw).publish(w, 1.0)
+    assert isinstance(plain.sent[0], WrenchStamped) and plain.sent[0].wrench.force.z == 0.3
+    assert raw.sent[0] == plain.sent[0].serialize()
+
+
+# ---- the node's loop, on a stand-in transport ---------------------------------------------------------
+class _Publisher:
+    def __init__(self, on_publish=None):
+        self.sent: list = []
+        self._on_publish = on_publish
+
+    def publish(self, msg) -> None:
+        self.sent.append(msg)
+        if self._on_publish is not None:
+            self._on_publish()
+
+
+class _StandInNode:
+    """What SkillNode uses of a node: parameters, publishers, subscriptions, a clock and spin_once
+    (which sleeps at most 1 ms: the loop's own wait decides how long it sleeps in all)."""
+
+    def __init__(self, params: dict, stop_after_commands: int = 20):
+        import logging
+        import threading
+
+        self.params = dict(params)
+        self.stop = threading.Event()
+        self.commands = _Publisher(self._count)
+        self.stop_after = stop_after_commands
+        self.spins: list[float] = []
+        self.subscriptions: dict = {}
+        self.log = logging.getLogger("test_skill_node_timing")
+
+    def _count(self) -> None:
+        if len(self.commands.sent) >= self.stop_after:
+            self.stop.set()
+
+    def declare_parameter(self, name, default):
+        return self.params.setdefault(name, default)
+
+    def create_publisher(self, msg_type, topic, qos=None):
+        return self.commands if topic == "/cmd_wrench" else _Publisher()
+
+    def create_subscription(self, msg_type, topic, callback, qos=None, *, raw=False):
+        self.subscriptions[topic] = (callback, raw)
+        return object()
+
+    def get_logger(self):
+        return self.log
+
+    def now(self) -> float:
+        import time
+
+        return time.time()
+
+    def spin_once(self, timeout_s: float = 0.0) -> None:
+        import time
+
+        self.spins.append(timeout_s)
+        if timeout_s > 0:
+            time.sleep(min(timeout_s, 0.001))
+
+    def spin(self, until=None) -> None:
+        while until is None or not until():
+            self.spin_once(0.01)
+
+
+class _Contract:
+    control_rate_hz = 500.0
+    subgoal_radius_m = 1.5
+
+
+class _Policy:
+    contract = _Contract()
+
+    def step(self, state, subgoal):
+        import numpy as np
+
+        return np.zeros(4)
+
+
+class _Shield:
+    estopped = False
+
+    def diagnostics(self):
+        return []
+
+
+def _skill_node(params: dict, stop_after: int = 20):
+    from robot_hrl.nodes.skill_node import SkillNode
+
+    node = _StandInNode({"world": "models/worlds/demo.yaml", **params}, stop_after)
+    return node, SkillNode(node, policy=_Policy(), shield=_Shield())
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"spin_margin_us": -1.0}, "spin_margin_us"),
+    ({"spin_margin_us": "fast"}, "spin_margin_us"),
+    ({"gc_after_tick": "no"}, "gc_after_tick"),
+    ({"cpu_affinity": -3}, "cpu_affinity"),
+])
+def test_skill_node_rejects_bad_loop_params(params, words):
+    with pytest.raises(ConfigError, match=words):
+        _skill_node(params)
+
+
+@pytest.mark.parametrize("margin_us", [300.0, 0.0])
+def test_skill_node_loop_ticks_publishes_and_restores_the_gc(gc_state, margin_us):
+    from robot_hrl.msgs import WrenchStamped
+
+    gc.enable()
+    node, skill = _skill_node({"spin_margin_us": margin_us})
+    assert skill.timing.spin_margin_s == pytest.approx(margin_us * 1e-6)
+    skill.run(node.stop)  # ends after 20 commands
+    assert skill.ticks == skill.deadline.ticks == len(node.commands.sent) == 20
+    assert all(isinstance(m, WrenchStamped) for m in node.commands.sent)
+    stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in node.commands.sent]
+    assert stamps == sorted(stamps)
+    assert gc.isenabled() and gc.get_freeze_count() == 0  # the collector as it was found
+    if margin_us == 0:
+        assert 0.0 not in node.spins  # slept only, never polled (the polling itself: FakeClock tests above)
+    skill.close()
+    assert gc.isenabled()
+
+
+def test_skill_node_params_file_matches_the_node_defaults(repo_root):
+    from robot_hrl.nodes.args import load_params_file
+
+    p = load_params_file(repo_root / "launch" / "params" / "navigation.yaml", "skill_node")
+    assert LoopTiming.from_params(p["spin_margin_us"], p["gc_after_tick"], p["cpu_affinity"]) == LoopTiming()
+
+
+def test_cpu_affinity_out_of_range_warns_and_runs_unpinned(gc_state):
+    node, skill = _skill_node({"cpu_affinity": 4096})
+    assert skill.set_cpu_affinity() is False
+
+
+# ---- the odometry fast path ------------------------------------------------------------------------
+def _odometry_bytes(seed: int, frame: str = "odom", child: str = "base_link") -> bytes:
+    import numpy as np
+
+    from robot_hrl.msgs import odometry_from_state
+    from robot_hrl.state import RobotState
+
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=4)
+    state = RobotState(position_w=rng.normal(size=3) * 3, quat_wxyz=q / np.linalg.norm(q),
+                       linear_velocity_w=rng.normal(size=3), angular_velocity_b=rng.normal(size=3),
+                       stamp_s=float(rng.uniform(0, 2e6)))
+    msg = odometry_from_state(state, frame_id=frame, child_frame_id=child)
+    msg.pose.pose.orientation.w *= 1.0 + 0.1 * rng.random()  # not quite unit: the decoder normalizes
+    msg.pose.covariance = list(rng.normal(size=36))
+    msg.twist.covariance = list(rng.normal(size=36))
+    return msg.serialize()
+
+
+def _same_state(a, b) -> bool:
+    import numpy as np
+
+    return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in
+               ("position_w", "quat_wxyz", "linear_velocity_w", "angular_velocity_b")) and a.stamp_s == b.stamp_s
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("frame, child", [("odom", "base_link"), ("", ""), ("map", "cf1/base_link_long_name"), ("w", "b")])
+def test_odometry_decoder_equals_the_generic_conversion(seed, frame, child):
+    from robot_hrl.msgs import Odometry, state_from_odometry
+    from robot_hrl.nodes.skill_node import OdometryDecoder
+
+    data = _odometry_bytes(seed, frame, child)
+    fast = OdometryDecoder.fast(data)
+    assert fast is not None  # on the fast path
+    assert _same_state(fast, state_from_odometry(Odometry.deserialize(data)))  # bit for bit
+
+
+def test_odometry_decoder_sends_bad_samples_the_generic_way():
+    import math
+
+    from robot_hrl.errors import ObservationError
+    from robot_hrl.msgs import Odometry
+    from robot_hrl.nodes.skill_node import OdometryDecoder
+
+    decode = OdometryDecoder()
+    zero_quaternion = Odometry()
+    zero_quaternion.pose.pose.orientation.w = 0.0
+    nan_position = Odometry()
+    nan_position.pose.pose.position.x = math.nan
+    for msg in (zero_quaternion, nan_position):
+        data = msg.serialize()
+        assert OdometryDecoder.fast(data) is None
+        with pytest.raises(ObservationError):  # the generic conversion's own error
+            decode(data)
+    good = _odometry_bytes(1)
+    for bad in (good[:100], b"\x00\x00" + good[2:], b"", good[:4]):  # truncated, big-endian, empty
+        assert OdometryDecoder.fast(bad) is None
+        with pytest.raises(Exception):
+            decode(bad)
+
+
+def test_skill_node_takes_raw_odometry(gc_state):
+    node, skill = _skill_node({})
+    callback, raw = node.subscriptions["/odom"]
+    assert raw is True
+    callback(_odometry_bytes(3))
+    assert skill.core.state is not None and skill.core.odom_errors == 0
+    callback(b"\x00\x01\x00\x00garbage")
+    assert skill.core.odom_errors == 1  # counted, reported on /diagnostics; the node goes on
+
+
+def test_loop_thread_affinity_is_restored(gc_state):
+    import os
+
+    before = os.sched_getaffinity(0)
+    node, skill = _skill_node({"cpu_affinity": min(before)})
+    skill.run(node.stop)
+    assert os.sched_getaffinity(0) == before
