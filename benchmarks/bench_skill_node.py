@@ -2,13 +2,17 @@
 
 1. Fixed-rate loop at 100 Hz and 500 Hz (real time): tick duration p50/p99 (policy + shield +
    publish) and deadline misses per 10,000 ticks. The real SkillNode, OnnxPolicy and Shield on a
-   Cyclone DDS participant; a separate feeder process publishes /odom at 200 Hz and /subgoal at
-   5 Hz. (At 500 Hz the policy's contract says 100 Hz: the model is loaded without the rate check,
+   Cyclone DDS participant, its loop in this process's main thread (as in the executable); a
+   separate feeder process publishes /odom at 200 Hz and /subgoal at 5 Hz. (At 500 Hz the policy's contract says 100 Hz: the model is loaded without the rate check,
    as this measures the loop, not the flight.)
 2. /odom -> /cmd_wrench latency over DDS: the skill node executable as its own process on
    use_sim_time; this process plays the simulator (publishes /odom, then /clock) and waits for
-   the motor command stamped with that period. p50/p99 of the round trip.
+   the motor command stamped with that period. p50/p99 of the round trip, from the /odom publish
+   call (the messages are built before) to the command's arrival in this process.
 3. The demo (`make demo`'s command): wall time, simulated time and success.
+
+The skill node runs with its default loop timing (``spin_margin_us``, ``gc_after_tick``,
+``cpu_affinity``) unless ``--spin-margin-us``, ``--gc-auto`` or ``--cpu-affinity`` say otherwise.
 
     python benchmarks/bench_skill_node.py [--ticks 10000] [--samples 5000] [--no-demo]
 """
@@ -21,7 +25,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -72,7 +75,40 @@ def feeder(domain: int) -> int:
 
 
 # ---- 1. the fixed-rate loop ----------------------------------------------------------------------
-def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0) -> dict:
+class _StopAfter:
+    """The loop's stop condition (``is_set``, checked between ticks and while waiting): warm up until
+    odometry and a subgoal flow and ``warmup_s`` more, then count from zero and stop after ``ticks``."""
+
+    def __init__(self, skill, ticks: int, warmup_s: float, timeout_s: float):
+        self.skill = skill
+        self.ticks = ticks
+        self.warmup_s = warmup_s
+        self.timeout_at = time.monotonic() + timeout_s
+        self.flowing_at: float | None = None
+        self.counting = False
+        self.error = ""
+
+    def is_set(self) -> bool:
+        if self.counting:
+            return self.skill.deadline.ticks >= self.ticks
+        now = time.monotonic()
+        if self.flowing_at is None:
+            if self.skill.core.state is not None and self.skill.core.requested is not None:
+                self.flowing_at = now
+            elif now > self.timeout_at:
+                self.error = "the feeder's odometry and subgoal did not arrive within 30 s"
+                return True
+        elif now >= self.flowing_at + self.warmup_s:
+            from robot_hrl.nodes.deadline import DeadlineMonitor
+
+            self.skill.deadline = DeadlineMonitor(self.skill.period_s, window=self.ticks)
+            self.counting = True
+        return False
+
+
+def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0, timing: dict | None = None) -> dict:
+    """``timing``: the skill node's loop parameters to set (spin_margin_us, gc_after_tick, cpu_affinity);
+    the node's defaults otherwise."""
     _join_domain(domain)
     from robot_hrl.nodes.skill_node import SkillNode
     from robot_hrl.robots import CRAZYFLIE_2X
@@ -84,31 +120,23 @@ def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0) -> di
     try:
         node = create_node("skill_node", parameters={"world": WORLD, "control_rate_hz": float(rate_hz),
                                                      "use_sim_time": False, "diagnostics_rate_hz": 1.0,
-                                                     "realtime_priority": priority},
+                                                     "realtime_priority": priority, **(timing or {})},
                            backend="cyclonedds", domain_id=domain)
         policy = OnnxPolicy(ROOT / MODEL, CRAZYFLIE_2X, provider="cpu", control_rate_hz=None)
         skill = SkillNode(node, policy=policy)
-        # warm up until odometry and a subgoal flow, then count from zero
-        stop = threading.Event()
-        runner = threading.Thread(target=skill.run, args=(stop,), daemon=True)
-        runner.start()
-        end = time.monotonic() + 30
-        while skill.core.state is None or skill.core.requested is None:
-            if time.monotonic() > end:
-                raise RuntimeError("the feeder's odometry and subgoal did not arrive within 30 s")
-            time.sleep(0.05)
-        time.sleep(0.5)
-        from robot_hrl.nodes.deadline import DeadlineMonitor
-
-        skill.deadline = DeadlineMonitor(1.0 / rate_hz, window=ticks)
-        while skill.deadline.ticks < ticks:
-            time.sleep(0.1)
+        # The loop runs in this (main) thread, as the skill_node executable runs it: no second Python
+        # thread to hand the GIL to in the middle of the measurement.
+        stop = _StopAfter(skill, ticks, warmup_s=0.5, timeout_s=30.0)
+        skill.run(stop)
+        if stop.error:
+            raise RuntimeError(stop.error)
         stats = skill.deadline.stats()
-        stop.set()
-        runner.join(5)
         node.shutdown()
+        stats["last_misses_ms"] = [[round(1e3 * late, 3), round(1e3 * d, 3), k] for late, d, k in skill.deadline.last_misses]
         stats["mode_at_end"] = skill.core.last_mode
         stats["realtime_priority"] = priority
+        stats["timing"] = {"spin_margin_us": skill.timing.spin_margin_s * 1e6, "gc_after_tick": skill.timing.gc_after_tick,
+                           "cpu_affinity": skill.timing.cpu, "gc_collections": skill.loop_gc.collections}
         return stats
     finally:
         proc.kill()
@@ -116,14 +144,16 @@ def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0) -> di
 
 
 # ---- 2. /odom -> /cmd_wrench latency ---------------------------------------------------------------
-def bench_latency(samples: int, domain: int) -> dict:
+def bench_latency(samples: int, domain: int, timing: dict | None = None) -> dict:
     _join_domain(domain)
     from robot_hrl.msgs import Clock, Odometry, PoseStamped, WrenchStamped, seconds_from_time, time_from_seconds
     from robot_hrl.nodes.common import pose_stamped
     from robot_hrl.transport import SENSOR_QOS, create_node
 
     skill = subprocess.Popen([sys.executable, "-m", "robot_hrl.nodes.skill_node", "--ros-args", "-p", "use_sim_time:=true",
-                              "-p", f"world:={WORLD}", "-p", f"model:={MODEL}"], env={**os.environ}, cwd=ROOT,
+                              "-p", f"world:={WORLD}", "-p", f"model:={MODEL}",
+                              *[a for k, v in (timing or {}).items() for a in ("-p", f"{k}:={json.dumps(v)}")]],
+                             env={**os.environ}, cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         node = create_node("bench_sim", backend="cyclonedds", domain_id=domain)
@@ -143,9 +173,11 @@ def bench_latency(samples: int, domain: int) -> dict:
             if k % 20 == 0:
                 sub.publish(pose_stamped(HOVER, t))
             key = round(t * 1000)
+            # The simulator's messages are built before the clock starts: the figure is publish -> command.
+            odom_msg, clock_msg = _hover_odom(t), Clock(clock=time_from_seconds(t))
             start = time.perf_counter()
-            odom.publish(_hover_odom(t))
-            clock.publish(Clock(clock=time_from_seconds(t)))
+            odom.publish(odom_msg)
+            clock.publish(clock_msg)
             limit = start + 0.5
             while key not in got and time.perf_counter() < limit:
                 node.spin(until=lambda: key in got or time.perf_counter() >= limit)
@@ -191,6 +223,12 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=5000, help="latency samples")
     parser.add_argument("--priorities", type=int, nargs="+", default=[0, 50],
                         help="skill node realtime_priority values to measure (0 = normal scheduling)")
+    parser.add_argument("--spin-margin-us", type=float, default=None,
+                        help="skill node spin_margin_us (busy-wait before each deadline; 0 = sleep only; "
+                             "default: the node's)")
+    parser.add_argument("--gc-auto", action="store_true",
+                        help="gc_after_tick:=false (Python's automatic GC during the loop)")
+    parser.add_argument("--cpu-affinity", type=int, default=None, help="skill node cpu_affinity (-1 = no pinning)")
     parser.add_argument("--no-demo", action="store_true")
     parser.add_argument("--domain-id", type=int, default=221)
     parser.add_argument("--feeder", type=int, default=None, help=argparse.SUPPRESS)
@@ -198,14 +236,22 @@ def main() -> int:
     if args.feeder is not None:
         return feeder(args.feeder)
     os.chdir(ROOT)
-    out = {"machine": f"{os.cpu_count()} CPUs", "python": sys.version.split()[0]}
+    timing: dict = {}
+    if args.spin_margin_us is not None:
+        timing["spin_margin_us"] = args.spin_margin_us
+    if args.gc_auto:
+        timing["gc_after_tick"] = False
+    if args.cpu_affinity is not None:
+        timing["cpu_affinity"] = args.cpu_affinity
+    out = {"machine": f"{os.cpu_count()} CPUs", "python": sys.version.split()[0], "load_avg": os.getloadavg(),
+           "skill_timing": timing}
     for rate, prio in [(r, p) for p in args.priorities for r in args.rates]:
-        s = bench_loop(rate, args.ticks, args.domain_id, prio)
+        s = bench_loop(rate, args.ticks, args.domain_id, prio, timing)
         out[f"loop_{rate:g}hz_prio{prio}"] = s
         print(f"skill loop {rate:g} Hz, {'SCHED_FIFO ' + str(prio) if prio else 'normal priority'}: {s['ticks']} ticks, tick p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms, "
               f"max {s['max_ms']:.2f} ms, misses {s['misses']} ({s['misses_per_10k']:.1f} per 10,000), "
               f"start lateness p99 {s['late_p99_ms']:.3f} ms", flush=True)
-    lat = bench_latency(args.samples, args.domain_id + 1)
+    lat = bench_latency(args.samples, args.domain_id + 1, timing)
     out["odom_to_cmd_wrench"] = lat
     print(f"/odom -> /cmd_wrench over DDS (separate processes): {lat['samples']} samples, p50 {lat['p50_ms']:.3f} ms, "
           f"p99 {lat['p99_ms']:.3f} ms, max {lat['max_ms']:.2f} ms", flush=True)
@@ -213,6 +259,8 @@ def main() -> int:
         demo = bench_demo(args.domain_id + 2)
         out["demo"] = demo
         print(f"demo: {json.dumps(demo)}", flush=True)
+    out["load_avg_end"] = os.getloadavg()
+    print(f"load average: {out['load_avg'][0]:.2f} at start, {out['load_avg_end'][0]:.2f} at end", flush=True)
     print(json.dumps(out, indent=2))
     return 0
 
