@@ -334,7 +334,8 @@ def test_skill_node_params_file_matches_the_node_defaults(repo_root):
     from robot_hrl.nodes.args import load_params_file
 
     p = load_params_file(repo_root / "launch" / "params" / "navigation.yaml", "skill_node")
-    assert LoopTiming.from_params(p["spin_margin_us"], p["gc_after_tick"], p["cpu_affinity"]) == LoopTiming()
+    assert LoopTiming.from_params(p["spin_margin_us"], p["gc_after_tick"], p["cpu_affinity"],
+                                  p["realtime_dds_threads"]) == LoopTiming()
 
 
 def test_cpu_affinity_out_of_range_warns_and_runs_unpinned(gc_state):
@@ -421,3 +422,56 @@ def test_loop_thread_affinity_is_restored(gc_state):
     node, skill = _skill_node({"cpu_affinity": min(before)})
     skill.run(node.stop)
     assert os.sched_getaffinity(0) == before
+
+
+# ---- real-time priority: the loop and the DDS threads it depends on -------------------------------------
+def test_threads_named_reads_the_task_folder(tmp_path):
+    from robot_hrl.nodes.deadline import DDS_THREAD_PREFIXES, threads_named
+
+    for tid, name in ((11, "python"), (12, "recv"), (13, "dq.user"), (14, "tev"), (15, "gc"), (16, "recvUC")):
+        (tmp_path / str(tid)).mkdir()
+        (tmp_path / str(tid) / "comm").write_text(name + "\n")
+    (tmp_path / "17").mkdir()  # a thread that ended while listing: no comm
+    assert threads_named(DDS_THREAD_PREFIXES, str(tmp_path)) == [(12, "recv"), (13, "dq.user"), (14, "tev"),
+                                                                 (16, "recvUC")]
+    assert threads_named(DDS_THREAD_PREFIXES, str(tmp_path / "missing")) == []
+
+
+def test_realtime_dds_threads_must_be_a_bool():
+    with pytest.raises(ConfigError, match="realtime_dds_threads"):
+        LoopTiming.from_params(300, True, -1, "yes")
+
+
+def test_fifo_loop_and_dds_threads_are_restored(gc_state, monkeypatch):
+    """Where SCHED_FIFO is allowed (root, CAP_SYS_NICE) the loop and the named threads get it and give
+    it back; where not, a warning and the loop runs all the same."""
+    import os
+    import threading
+
+    from robot_hrl.nodes import skill_node
+
+    ready, done = threading.Event(), threading.Event()
+
+    def dds_like() -> None:
+        ready.set()
+        done.wait(10)
+
+    helper = threading.Thread(target=dds_like, name="helper")
+    helper.start()
+    ready.wait(5)
+    tid = helper.native_id
+    monkeypatch.setattr(skill_node, "threads_named", lambda prefixes: [(tid, "recv")])
+    try:
+        node, skill = _skill_node({"realtime_priority": 10})
+        seen = []
+        count = node.commands._on_publish
+        node.commands._on_publish = lambda: (seen.append((os.sched_getscheduler(0), os.sched_getscheduler(tid))),
+                                             count())
+        skill.run(node.stop)
+        assert skill.ticks == 20
+        if skill.node.log and os.geteuid() == 0:  # allowed here: both were SCHED_FIFO while the loop ran
+            assert seen[0] == (os.SCHED_FIFO, os.SCHED_FIFO)
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER and os.sched_getscheduler(tid) == os.SCHED_OTHER
+    finally:
+        done.set()
+        helper.join(5)

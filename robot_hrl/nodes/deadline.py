@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -84,6 +85,11 @@ class LoopTiming:
     deadline. False = Python's automatic GC (start-up objects are frozen either way)."""
     cpu: int = -1
     """Pin the loop's thread to this CPU (``os.sched_setaffinity``); -1 = no pinning."""
+    realtime_dds_threads: bool = True
+    """With a SCHED_FIFO loop, give the process's DDS threads (:data:`DDS_THREAD_PREFIXES`) SCHED_FIFO
+    one level below it: the loop takes samples from readers those threads fill while holding the
+    readers' locks; left at normal priority, one preempted by another process mid-delivery stalls
+    the loop for a scheduler time slice (priority inversion)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.spin_margin_s, bool) or not isinstance(self.spin_margin_s, (int, float)) \
@@ -93,13 +99,52 @@ class LoopTiming:
             raise ConfigError(f"cpu_affinity={self.cpu!r}: a CPU number (0, 1, ...) or -1 (no pinning)")
         if not isinstance(self.gc_after_tick, bool):
             raise ConfigError(f"gc_after_tick={self.gc_after_tick!r} must be true or false")
+        if not isinstance(self.realtime_dds_threads, bool):
+            raise ConfigError(f"realtime_dds_threads={self.realtime_dds_threads!r} must be true or false")
 
     @classmethod
-    def from_params(cls, spin_margin_us: Any, gc_after_tick: Any, cpu_affinity: Any) -> "LoopTiming":
+    def from_params(cls, spin_margin_us: Any, gc_after_tick: Any, cpu_affinity: Any,
+                    realtime_dds_threads: Any = True) -> "LoopTiming":
         """From the node parameters (``spin_margin_us`` in microseconds), with one clear error each."""
         if isinstance(spin_margin_us, bool) or not isinstance(spin_margin_us, (int, float)):
             raise ConfigError(f"spin_margin_us={spin_margin_us!r} must be a number of microseconds (0 = sleep only)")
-        return cls(spin_margin_s=float(spin_margin_us) * 1e-6, gc_after_tick=gc_after_tick, cpu=cpu_affinity)
+        return cls(spin_margin_s=float(spin_margin_us) * 1e-6, gc_after_tick=gc_after_tick, cpu=cpu_affinity,
+                   realtime_dds_threads=realtime_dds_threads)
+
+
+DDS_THREAD_PREFIXES = ("recv", "dq.", "tev")
+"""Names (``/proc/self/task/*/comm``) of Cyclone DDS's receive, delivery-queue and timed-event threads."""
+
+
+def threads_named(prefixes: tuple[str, ...], task_dir: str = "/proc/self/task") -> list[tuple[int, str]]:
+    """(thread id, name) of this process's threads whose name starts with one of ``prefixes``
+    (none where /proc is not there)."""
+    found = []
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(os.path.join(task_dir, tid, "comm")) as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # the thread ended meanwhile
+        if name.startswith(prefixes):
+            found.append((int(tid), name))
+    return sorted(found)
+
+
+def set_fifo(tid: int, priority: int) -> Callable[[], None]:
+    """SCHED_FIFO ``priority`` for thread ``tid`` (0: the calling thread); returns what undoes it.
+    Raises OSError without the permission (CAP_SYS_NICE)."""
+    policy, param = os.sched_getscheduler(tid), os.sched_getparam(tid)
+    os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+
+    def restore() -> None:
+        os.sched_setscheduler(tid, policy, param)
+
+    return restore
 
 
 def _us(seconds: Any) -> str:

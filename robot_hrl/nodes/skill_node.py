@@ -47,7 +47,9 @@ from robot_hrl.msgs import header, seconds_from_time, state_from_odometry, time_
 from robot_hrl.nodes.common import (
     ERROR, OK, WARN, diag_array, diag_status, finite_or_none, json_string, position_of, run_main,
 )
-from robot_hrl.nodes.deadline import DeadlineMonitor, FixedRateSchedule, LoopGc, LoopTiming, wait_until
+from robot_hrl.nodes.deadline import (
+    DDS_THREAD_PREFIXES, DeadlineMonitor, FixedRateSchedule, LoopGc, LoopTiming, set_fifo, threads_named, wait_until,
+)
 from robot_hrl.state import RobotState
 from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 
@@ -432,7 +434,7 @@ class SkillNode:
             ("reached_speed_mps", 0.3), ("blocked_after_s", 3.0), ("status_rate_hz", 10.0),
             ("diagnostics_rate_hz", 2.0), ("use_sim_time", False), ("realtime_priority", 0),
             ("spin_margin_us", round(LoopTiming.spin_margin_s * 1e6, 3)), ("gc_after_tick", LoopTiming.gc_after_tick),
-            ("cpu_affinity", LoopTiming.cpu),
+            ("cpu_affinity", LoopTiming.cpu), ("realtime_dds_threads", LoopTiming.realtime_dds_threads),
         )}
         self.p = p
         from robot_hrl.nodes.resources import resolve_resource
@@ -444,7 +446,8 @@ class SkillNode:
                 raise ConfigError(f"skill_node: {key}={p[key]!r} must be > 0")
         if not 0 <= int(p["realtime_priority"]) <= 99:
             raise ConfigError(f"skill_node: realtime_priority={p['realtime_priority']!r}: 0 (off) or 1..99 (SCHED_FIFO)")
-        self.timing = LoopTiming.from_params(p["spin_margin_us"], p["gc_after_tick"], p["cpu_affinity"])
+        self.timing = LoopTiming.from_params(p["spin_margin_us"], p["gc_after_tick"], p["cpu_affinity"],
+                                             p["realtime_dds_threads"])
         if float(p["control_rate_hz"]) < 0:
             raise ConfigError(f"skill_node: control_rate_hz={p['control_rate_hz']!r} must be >= 0 (0 = the contract's)")
         try:
@@ -589,15 +592,30 @@ class SkillNode:
         if prio <= 0 or self.use_sim_time:
             return False
         try:
-            policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+            self._restore_thread.append(set_fifo(0, prio))
         except (OSError, AttributeError) as exc:
             self.node.get_logger().warning(f"realtime_priority={prio}: SCHED_FIFO refused ({exc}); "
                                            "running at normal priority")
             return False
-        self._restore_thread.append(lambda: os.sched_setscheduler(0, policy, param))
         self.node.get_logger().info(f"control loop at SCHED_FIFO priority {prio}")
+        if self.timing.realtime_dds_threads:
+            self.raise_dds_threads(max(1, prio - 1))
         return True
+
+    def raise_dds_threads(self, priority: int) -> list[str]:
+        """SCHED_FIFO ``priority`` for this process's DDS threads (see ``LoopTiming.realtime_dds_threads``);
+        restored when the loop ends. Returns the names of the threads raised."""
+        raised = []
+        for tid, name in threads_named(DDS_THREAD_PREFIXES):
+            try:
+                self._restore_thread.append(set_fifo(tid, priority))
+            except OSError as exc:  # the thread ended, or no permission: the loop still runs
+                self.node.get_logger().warning(f"DDS thread {name} ({tid}) stays at normal priority: {exc}")
+                continue
+            raised.append(f"{name}({tid})")
+        if raised:
+            self.node.get_logger().info(f"DDS threads at SCHED_FIFO priority {priority}: {', '.join(raised)}")
+        return raised
 
     def set_cpu_affinity(self) -> bool:
         """Pin the calling (loop) thread to ``cpu_affinity``; an unknown CPU gives a warning and no
