@@ -12,7 +12,8 @@
 3. The demo (`make demo`'s command): wall time, simulated time and success.
 
 The skill node runs with its default loop timing (``spin_margin_us``, ``gc_after_tick``,
-``cpu_affinity``) unless ``--spin-margin-us``, ``--gc-auto`` or ``--cpu-affinity`` say otherwise.
+``cpu_affinity``, ``realtime_dds_threads``) unless ``--spin-margin-us``, ``--gc-auto``,
+``--cpu-affinity`` or ``--no-realtime-dds-threads`` say otherwise.
 
     python benchmarks/bench_skill_node.py [--ticks 10000] [--samples 5000] [--no-demo]
 """
@@ -136,7 +137,8 @@ def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0, timin
         stats["mode_at_end"] = skill.core.last_mode
         stats["realtime_priority"] = priority
         stats["timing"] = {"spin_margin_us": skill.timing.spin_margin_s * 1e6, "gc_after_tick": skill.timing.gc_after_tick,
-                           "cpu_affinity": skill.timing.cpu, "gc_collections": skill.loop_gc.collections}
+                           "cpu_affinity": skill.timing.cpu, "realtime_dds_threads": skill.timing.realtime_dds_threads,
+                           "gc_collections": skill.loop_gc.collections}
         return stats
     finally:
         proc.kill()
@@ -229,6 +231,8 @@ def main() -> int:
     parser.add_argument("--gc-auto", action="store_true",
                         help="gc_after_tick:=false (Python's automatic GC during the loop)")
     parser.add_argument("--cpu-affinity", type=int, default=None, help="skill node cpu_affinity (-1 = no pinning)")
+    parser.add_argument("--no-realtime-dds-threads", action="store_true",
+                        help="realtime_dds_threads:=false (DDS threads stay at normal priority under SCHED_FIFO)")
     parser.add_argument("--no-demo", action="store_true")
     parser.add_argument("--domain-id", type=int, default=221)
     parser.add_argument("--feeder", type=int, default=None, help=argparse.SUPPRESS)
@@ -241,6 +245,8 @@ def main() -> int:
         timing["spin_margin_us"] = args.spin_margin_us
     if args.gc_auto:
         timing["gc_after_tick"] = False
+    if args.no_realtime_dds_threads:
+        timing["realtime_dds_threads"] = False
     if args.cpu_affinity is not None:
         timing["cpu_affinity"] = args.cpu_affinity
     out = {"machine": f"{os.cpu_count()} CPUs", "python": sys.version.split()[0], "load_avg": os.getloadavg(),
