@@ -177,6 +177,23 @@ def test_provenance_says_when_eval_json_is_about_another_checkpoint(tmp_path):
     assert provenance["checkpoint"] == {"file": "model_5.pt", "iteration": 5, "run_dir": tmp_path.name}
     assert provenance["config"] == {"task": "crazyflie-goto", "env_cfg": {}}
     assert provenance["command"] == {"export": "python deploy/export.py x", "train": "python sim/train.py"}
+    assert provenance["lineage"] == [{"command": "python sim/train.py", "git_commit": "abc", "seed": 1, "resumed_from": None}]
+
+
+def test_provenance_lists_every_training_stage_of_a_fine_tuned_run(tmp_path):
+    from deploy.onnx_export import RunSource, provenance_from_source
+
+    base = {"command": "python sim/train.py --seed 0", "git_commit": "aaa", "seed": 0}
+    fine = {"command": "python sim/train.py --resume runs/base --seed 1", "git_commit": "bbb", "seed": 1,
+            "resumed_from": "runs/base/model_999.pt", "parent_run_config": base, "task": "crazyflie-goto",
+            "env_cfg": {"a": 1}, "eval_env_cfg": {"a": 2}}
+    source = RunSource(run_dir=tmp_path, checkpoint=tmp_path / "model_1499.pt", iteration=1499, actor=None,
+                       contract=CONTRACT, run_config=fine, eval=None)
+    provenance = provenance_from_source(source, "python deploy/export.py x")
+    assert [stage["command"] for stage in provenance["lineage"]] == [base["command"], fine["command"]]
+    assert provenance["lineage"][1]["resumed_from"] == "runs/base/model_999.pt"
+    assert provenance["lineage"][0]["resumed_from"] is None
+    assert provenance["config"]["eval_env_cfg"] == {"a": 2}
 
 
 # ---- the command line ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from robot_hrl.contract import PolicyContract
 RUN_CONFIG = "run_config.json"
 EVAL_FILE = "eval.json"
 _CHECKPOINT = re.compile(r"^model_(\d+)\.pt$")
-_CONFIG_KEYS = ("task", "env_cfg", "agent_cfg", "device", "num_envs", "max_iterations")
+_CONFIG_KEYS = ("task", "env_cfg", "eval_env_cfg", "agent_cfg", "device", "num_envs", "max_iterations")
 """run_config.json entries recorded as the model's provenance 'config'."""
 
 
@@ -157,4 +157,19 @@ def provenance_from_source(source: RunSource, export_command: str) -> dict[str, 
         "config": {k: config[k] for k in _CONFIG_KEYS if k in config},
         "eval": evaluation,
         "checkpoint": {"file": source.checkpoint.name, "iteration": source.iteration, "run_dir": source.run_dir.name},
+        "lineage": lineage(config),
     }
+
+
+def lineage(run_config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The training stages that led to this run, oldest first, ending with the run itself.
+
+    A run made with ``--resume`` records its parent's run_config.json (``parent_run_config``);
+    following that chain gives every command needed to reproduce a fine-tuned model.
+    """
+    stages = []
+    config: Any = run_config
+    while isinstance(config, dict):
+        stages.append({k: config.get(k) for k in ("command", "git_commit", "seed", "resumed_from")})
+        config = config.get("parent_run_config")
+    return stages[::-1]

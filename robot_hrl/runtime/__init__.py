@@ -20,6 +20,7 @@ from robot_hrl.runtime.metadata import (
     PROVENANCE_EXPORT_KEY,
     PROVENANCE_GIT_COMMIT_KEY,
     PROVENANCE_KEYS,
+    PROVENANCE_LINEAGE_KEY,
     PROVENANCE_SEED_KEY,
     decode_provenance,
 )
@@ -34,7 +35,7 @@ from robot_hrl.runtime.providers import (
 
 __all__ = [
     "ORT_PROVIDER_NAMES", "OnnxPolicy", "PROVENANCE_CHECKPOINT_KEY", "PROVENANCE_COMMAND_KEY", "PROVENANCE_CONFIG_KEY",
-    "PROVENANCE_EVAL_KEY", "PROVENANCE_EXPORT_KEY", "PROVENANCE_GIT_COMMIT_KEY", "PROVENANCE_KEYS", "PROVENANCE_SEED_KEY",
+    "PROVENANCE_EVAL_KEY", "PROVENANCE_EXPORT_KEY", "PROVENANCE_GIT_COMMIT_KEY", "PROVENANCE_KEYS", "PROVENANCE_LINEAGE_KEY", "PROVENANCE_SEED_KEY",
     "PROVIDER_CHOICES", "ProviderUnavailableError", "SUPPORTED_ACTION_MODE", "available_providers", "decode_provenance",
     "plan_providers", "read_model_metadata", "read_sha256_sidecar", "session_options", "sha256_file", "sidecar_path",
     "verify_sha256_sidecar", "write_sha256_sidecar",

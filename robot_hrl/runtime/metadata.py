@@ -26,6 +26,8 @@ PROVENANCE_CHECKPOINT_KEY = PROVENANCE_PREFIX + "checkpoint"
 """Checkpoint file name and training iteration (JSON object)."""
 PROVENANCE_EXPORT_KEY = PROVENANCE_PREFIX + "export"
 """Export details: date, tool versions, self-check result (JSON object)."""
+PROVENANCE_LINEAGE_KEY = PROVENANCE_PREFIX + "lineage"
+"""Every training stage, oldest first (fine-tuned runs): command, git commit, seed, resumed_from (JSON list)."""
 
 PROVENANCE_KEYS = (
     PROVENANCE_COMMAND_KEY,
@@ -35,6 +37,7 @@ PROVENANCE_KEYS = (
     PROVENANCE_EVAL_KEY,
     PROVENANCE_CHECKPOINT_KEY,
     PROVENANCE_EXPORT_KEY,
+    PROVENANCE_LINEAGE_KEY,
 )
 
 
