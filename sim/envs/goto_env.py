@@ -247,6 +247,7 @@ class GotoEnv(VecEnv):
             self._fused, raw.t().contiguous(), self._state, self._params_soa, self.params["action_latency_steps"], self.episode_length_buf, scalars,
         )
         self._bind_state_views()
+        dones, time_out, crashed, out, success = (t.view(torch.bool) for t in (dones, time_out, crashed, out, success))
         self.common_step_counter += 1
         extras, _ = self._end_episodes(progress, dones, success, crashed, out, time_out, distance, speed, rms)
         self._obs = self._observations_soa(self._fused_observations)
@@ -371,9 +372,12 @@ class GotoEnv(VecEnv):
             return torch.rand(shape, generator=g, device=dev)
 
         new = sample_parameters(self.cfg.randomization, n, g, dev, self.k.motor_time_constant_s)
-        for key, value in new.items():
-            self.params[key][ids] = value
-        if not self.compiled:  # the compiled step derives them inside its graph
+        if self.compiled:  # one indexed write into the structure-of-arrays parameters
+            self._params_soa.index_copy_(1, ids, torch.cat([new[key].t() for key, _ in StateLayout.PARAMS]))
+            self.params["action_latency_steps"][ids] = new["action_latency_steps"]
+        else:  # (the compiled step derives the physical parameters inside its graph)
+            for key, value in new.items():
+                self.params[key][ids] = value
             self._derive_parameters()
 
         pos = torch.empty((n, 3), device=dev)
@@ -395,18 +399,22 @@ class GotoEnv(VecEnv):
         goal = pos + _random_unit(n, g, dev) * radius
         goal[:, 2] = goal[:, 2].clamp(min=cmd.min_goal_height_m)
 
+        mass = self.k.mass_kg * new["mass_scale"]  # = self._mass[ids]
+        kf = self.k.thrust_coefficient * new["thrust_coefficient_scale"]  # = self._kf[ids]
+        hover = torch.sqrt(mass * self.cfg.physics.gravity_mps2 / (4.0 * kf))
+        self.episode_length_buf[ids] = 0
+        if self.compiled:  # one indexed write of every state row (StateLayout order), zeros for the rest
+            rest = torch.zeros((self._state.shape[0] - StateLayout.LAST_ACTION.start, n), device=dev)
+            self._state.index_copy_(1, ids, torch.cat((pos.t(), quat.t(), vel.t(), omega.t(), hover.t().expand(4, n), goal.t(), rest)))
+            return
         self.position_w[ids] = pos
         self.quat_wxyz[ids] = quat
         self.linear_velocity_w[ids] = vel
         self.angular_velocity_b[ids] = omega
         self.goal_w[ids] = goal
-        mass = self.k.mass_kg * self.params["mass_scale"][ids]  # = self._mass[ids]
-        kf = self.k.thrust_coefficient * self.params["thrust_coefficient_scale"][ids]  # = self._kf[ids]
-        hover = torch.sqrt(mass * self.cfg.physics.gravity_mps2 / (4.0 * kf))
         self.rotor_rpm[ids] = hover.expand(n, 4)
         self.last_action[ids] = 0.0
         self.action_buffer[ids] = 0.0
-        self.episode_length_buf[ids] = 0
         self._sq_error_sum[ids] = 0.0
 
 

@@ -83,7 +83,7 @@ def control_step(
     r = r + c.tilt_weight * rew_terms.tilt(r22)
     r = r + action_rate_weight * rew_terms.action_rate_l2(actions, last_action)
     r = r + c.termination_weight * rew_terms.termination(terminated)
-    reward = torch.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0)
+    reward = torch.where(torch.abs(r) < math.inf, r, 0.0)  # nan_to_num(nan=0, posinf=0, neginf=0)
     speed = torch.linalg.vector_norm(vel, dim=-1)
     within = term_terms.success(distance, speed, c.position_tolerance_m, c.speed_tolerance_mps)
     return pos, quat, vel, omega, rpm, crashed, out, distance, speed, within, reward
@@ -178,13 +178,16 @@ def fused_step(
     """Everything of ``GotoEnv.step`` before the resets on the structure-of-arrays state.
 
     scalars: (disturbance scale, action-rate weight). Returns (state, episode_length, reward,
-    dones, dones as long, time_out, crashed, out_of_bounds, distance, speed, success, rms).
+    dones, dones as long, time_out, crashed, out_of_bounds, distance, speed, success, rms); the
+    flags as uint8 0/1 (``.view(torch.bool)`` makes them bool without a copy).
     The new state's last action is already zeroed where an episode ends (as the resets do).
     """
     c, L = f.step, StateLayout
     dist_scale, action_rate_weight = scalars[0], scalars[1]
     raw = raw_actions  # (4, N): rows (GotoEnv passes actions.t().contiguous(): strided loads would stop inductor vectorizing)
-    actions = tuple(torch.nan_to_num(raw[i], nan=0.0, posinf=1.0, neginf=-1.0).clamp(-1.0, 1.0) for i in range(4))
+    # nan_to_num(nan=0, posinf=1, neginf=-1) then the clip, written with where/clamp: torch.isnan (inside
+    # nan_to_num) has no vectorized inductor lowering and would fall back to a scalar loop
+    actions = tuple(torch.where(raw[i] != raw[i], 0.0, raw[i]).clamp(-1.0, 1.0) for i in range(4))
     # action latency: buffer slot 0 is the newest action; the applied one is `latency` slots old
     slots = f.latency_slots
     old = _rows(state, slice(L.BUFFER_START, L.BUFFER_START + 4 * slots))
@@ -230,7 +233,7 @@ def fused_step(
     out = ((distance_raw > c.out_of_bounds_distance_m) | (pos[2] > c.ceiling_m)) & ~crashed
     terminated = crashed | out
     # rewards (terms/rewards.py)
-    distance = torch.nan_to_num(distance_raw, nan=1e3, posinf=1e3)
+    distance = torch.where(distance_raw < math.inf, distance_raw, 1e3)  # nan_to_num(nan=1e3, posinf=1e3) of a norm
     r22 = 1.0 - 2.0 * (quat[1] * quat[1] + quat[2] * quat[2])
     speed_sq = vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]
     omega_sq = omega[0] * omega[0] + omega[1] * omega[1] + omega[2] * omega[2]
@@ -243,7 +246,7 @@ def fused_step(
     r = r + c.tilt_weight * (1.0 - r22)
     r = r + action_rate_weight * rate
     r = r + c.termination_weight * terminated.float()
-    reward = torch.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0)
+    reward = torch.where(torch.abs(r) < math.inf, r, 0.0)  # nan_to_num(nan=0, posinf=0, neginf=0)
     speed = torch.sqrt(speed_sq)
     within = (distance < c.position_tolerance_m) & (speed < c.speed_tolerance_mps)
     # episode bookkeeping
@@ -255,7 +258,10 @@ def fused_step(
     rms = torch.sqrt(sq_error / episode_length.clamp(min=1).float())
     new_last = tuple(torch.where(dones, 0.0, a) for a in actions)
     new_state = torch.stack(pos + quat + vel + omega + rpm + goal + new_last + (sq_error,) + buffer, dim=0)
-    return (new_state, episode_length, reward, dones, dones.long(), time_out, crashed, out, distance, speed, success, rms)
+    # the flags leave as uint8 (GotoEnv views them as bool): inductor stores bool outputs lane by lane
+    u8 = torch.uint8
+    return (new_state, episode_length, reward, dones.to(u8), dones.long(), time_out.to(u8), crashed.to(u8), out.to(u8),
+            distance, speed, success.to(u8), rms)
 
 
 # counter-based Gaussian noise: Box-Muller on two 24-bit uniforms from a 32-bit integer hash
@@ -340,7 +346,8 @@ def fused_observations(
         + [v * dist_scale / f.torque_norm for v in torque]
         + [v / f.step.rpm_max for v in _rows(state, L.RPM)]
     )
-    critic = clean + [torch.nan_to_num(v) for v in privileged]
+    big = torch.finfo(torch.float32).max
+    critic = clean + [torch.where(v != v, 0.0, v).clamp(-big, big) for v in privileged]  # nan_to_num
     # rows first (one vectorized loop over the environments), then one tiled transpose to (N, k):
     # stacking the rows along the last dimension directly makes inductor write each column in its
     # own strided pass over the output. The row buffer is returned too so that it stays a buffer.
