@@ -41,14 +41,15 @@ def measure(num_envs: int, device: str, steps: int, compile_physics: bool, seed:
     sync = torch.cuda.synchronize if str(device).startswith("cuda") else (lambda: None)
     sync()
     resets = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i in range(steps):
         _, _, dones, _ = env.step(actions[i % 8])
         resets += int(dones.sum()) if i % 16 == 0 else 0
     sync()
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"num_envs": num_envs, "steps": steps, "seconds": dt, "env_steps_per_s": num_envs * steps / dt,
-            "ms_per_step": 1e3 * dt / steps, "warmup_s": warm, "first_step_s": first}
+            "ms_per_step": 1e3 * dt / steps, "warmup_s": warm, "first_step_s": first,
+            "cpu_env_steps_per_s": num_envs * steps / max(cpu, 1e-9)}
 
 
 def main(argv=None) -> int:
@@ -65,12 +66,15 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     print(f"crazyflie-goto env throughput | device {args.device} | torch {torch.__version__} | threads {torch.get_num_threads()} "
           f"| compile {args.compile} | {platform.processor() or platform.machine()} x{os.cpu_count()}")
-    print(f"{'num_envs':>9} {'ms/step':>9} {'env steps/s':>14} {'first step s':>13}")
+    # cpu steps/s: env steps per second of this process's CPU time; with --threads 1 on a shared
+    # machine it is what an unshared core would give (wall time also counts waiting for the CPU)
+    print(f"{'num_envs':>9} {'ms/step':>9} {'env steps/s':>14} {'cpu steps/s':>14} {'first step s':>13}")
     for n in args.num_envs:
         probe = measure(n, args.device, 3, args.compile)  # its first step compiles (with --compile); later envs reuse the graph
         steps = max(5, min(2000, int(args.seconds / max(probe["ms_per_step"] / 1e3, 1e-6))))
         r = measure(n, args.device, steps, args.compile)
-        print(f"{n:>9} {r['ms_per_step']:>9.3f} {r['env_steps_per_s']:>14,.0f} {probe['first_step_s']:>13.2f}", flush=True)
+        print(f"{n:>9} {r['ms_per_step']:>9.3f} {r['env_steps_per_s']:>14,.0f} {r['cpu_env_steps_per_s']:>14,.0f} "
+              f"{probe['first_step_s']:>13.2f}", flush=True)
     return 0
 
 
