@@ -206,7 +206,7 @@ def test_obstacles_accepted_commands_keep_their_clearance(p, v, rpy, w, thrust):
             from robot_hrl.safety.units.obstacles import _predicted_speed
 
             vh = _predicted_speed(t, s.model, unit.speed_h)
-            assert vh <= unit.slow_speed or vh < speed_now
+            assert vh <= unit.slow_speed + TOL or vh < speed_now
 
 
 def test_obstacles_pass_hover_far_from_boxes_and_stop_motion_into_a_box():
@@ -221,6 +221,29 @@ def test_obstacles_pass_hover_far_from_boxes_and_stop_motion_into_a_box():
     t = make_tick((1.2, 1.5, 1.0), (-0.3, 0, 0), (0, 0, 0), (0, 0, 0), [s.robot.weight_n, 0, 0, 0])
     s.obstacles.check(t)  # inside the margin, moving away: allowed
     assert t.reject_unit is None
+
+
+def test_obstacles_slowdown_lowers_the_thrust_instead_of_holding_the_robot_in_place():
+    # at rest 0.4 m from pillar_a (inside its slowdown zone), the policy asks for a hard climbing
+    # take-off toward the next subgoal: the thrust is lowered until the predicted speed is the
+    # zone's limit and the policy keeps control (a hold here would never end: the robot sat
+    # next to a box until the planner gave up)
+    from robot_hrl.safety.units.obstacles import _predicted_speed
+
+    s = shield()
+    unit, m = s.obstacles, s.model
+    hard = 0.95 * s.model.high[0]
+    t = make_tick((0.9, 1.5, 1.0), (0, 0, 0), (0.35, 0, 0), (0, 0, 0), [hard, 0, 0, 0], thrust_est=s.robot.weight_n)
+    assert _predicted_speed(t, m, unit.speed_h) > unit.slow_speed
+    unit.check(t)
+    assert t.reject_unit is None
+    assert constraint_names(t) == {"slowdown"}
+    assert m.mass * m.g / t.r[8] <= t.cmd[0] < hard
+    assert math.isclose(_predicted_speed(t, m, unit.speed_h), unit.slow_speed, rel_tol=1e-9)
+    # already at the limit and speeding up: lowering the thrust to the hover thrust is not enough
+    t = make_tick((0.9, 1.5, 1.0), (0, -0.2, 1.1), (0.35, 0, 0), (0, 0, 0), [hard, 0, 0, 0], thrust_est=s.robot.weight_n)
+    unit.check(t)
+    assert t.reject_unit is unit and t.reject_constraint == "slowdown"
 
 
 # ---- subgoal ---------------------------------------------------------------------------------

@@ -5,8 +5,12 @@ Distances are clearances: from the robot's centre to a box surface, minus the co
 * ``stop``: clearance below ``obstacles.stop_distance_m`` and moving toward the box: rejected,
   the backup holds. Moving away is allowed, so the robot can leave the zone.
 * ``slowdown``: clearance below ``obstacles.slowdown_distance_m``: the speed limit becomes
-  ``slowdown_ratio * limits.max_speed_mps``; a command whose predicted speed exceeds it while
-  growing is rejected (the backup brakes).
+  ``slowdown_ratio * limits.max_speed_mps``. A command whose predicted speed exceeds it while
+  growing has its collective thrust lowered to the largest value that keeps the predicted speed
+  at the limit, as Nav2's slowdown scales the velocity command (a clamp: the policy keeps
+  control and can leave the zone at the limited speed). The thrust is never lowered below
+  what holds the altitude (no descent is added next to a box) nor below what the motors still
+  produce; when that is not enough, the command is rejected (the backup brakes).
 * ``approach``: the predicted stopping box (everywhere the robot can be before it stands
   still; :func:`robot_hrl.safety.model.stopping_box`, shared with the geofence and altitude
   units) must keep ``obstacles.approach_margin_m`` of clearance from every box, or, already
@@ -78,9 +82,15 @@ class ObstacleUnit(ShieldUnit):
                 return
             speed = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
             vh = _predicted_speed(tick, self.m, self.speed_h)
-            if vh > self.slow_speed and vh >= speed:
-                tick.reject(self, "slowdown", f"predicted speed {vh:.2f} m/s > {self.slow_speed:.2f} m/s near {self.names[i]!r}")
-                return
+            if vh > self.slow_speed + 1e-6 and vh >= speed:
+                thrust = _slowdown_thrust(tick, self.m, self.speed_h, self.slow_speed)
+                if thrust is None:
+                    tick.reject(self, "slowdown", f"predicted speed {vh:.2f} m/s > {self.slow_speed:.2f} m/s near {self.names[i]!r}")
+                    return
+                before = tuple(tick.cmd)
+                tick.cmd[0] = thrust
+                tick.record(self, "slowdown", before, tuple(tick.cmd),
+                            detail=f"thrust {before[0]:.3f} -> {thrust:.3f} N: predicted speed {vh:.2f} -> {self.slow_speed:.2f} m/s near {self.names[i]!r}")
         x0, x1, y0, y1, z0, _, z1 = tick_stopping_box(self.m, tick)
         margin, radius = self.margin, self.radius
         for i, box in enumerate(self.approach_boxes):
@@ -100,6 +110,31 @@ class ObstacleUnit(ShieldUnit):
             if reach < now - 1e-9:  # inside the margin, only moving away is allowed
                 tick.reject(self, "approach", f"stopping box comes within {reach:.3f} m of {self.names[i]!r}")
                 return
+
+
+def _slowdown_thrust(tick: Tick, m: DynamicsModel, h: float, limit: float) -> float | None:
+    """The largest collective thrust below the command whose predicted speed is within ``limit``.
+
+    The predicted velocity ``v + h (T / m a - g e_z)`` (``a`` the thrust axis) reaches the
+    limit at the larger root of a quadratic in T. None when that thrust is below the altitude
+    hold thrust ``m g / a_z`` or below the motors' present thrust (lowering the command further
+    would not act in time, or would add a descent next to a box).
+    """
+    r, v = tick.r, tick.v
+    ax, ay, az = r[2], r[5], r[8]
+    wx, wy, wz = v[0], v[1], v[2] - h * m.g  # the predicted velocity without thrust
+    k = h / m.mass
+    along = wx * ax + wy * ay + wz * az
+    disc = along * along - (wx * wx + wy * wy + wz * wz) + limit * limit
+    if disc < 0.0:
+        return None
+    thrust = (-along + math.sqrt(disc)) / k
+    floor = tick.thrust_est
+    if az > 0.0:
+        floor = max(floor, m.mass * m.g / az)
+    if thrust < floor or thrust >= tick.cmd[0]:
+        return None
+    return thrust
 
 
 def _predicted_speed(tick: Tick, m: DynamicsModel, h: float) -> float:
