@@ -81,6 +81,7 @@ def _env_cfg(randomize: bool):
 
     cfg = GotoEnvCfg()
     cfg.randomization.enabled = bool(randomize)
+    cfg.randomization.motor_time_constant_train_range_s = None  # evaluation: the whole motor-lag range
     cfg.curriculum.enabled = False  # every ramp at its final value (full disturbances)
     return cfg.validate()
 

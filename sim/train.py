@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-randomization", action="store_true", help="train on the nominal robot (no domain randomization, noise, latency)")
     p.add_argument("--env-cfg", default=None, metavar="JSON", help="JSON file or string of env cfg overrides, e.g. '{\"curriculum\": {\"ramp_steps\": 5000}}'")
     p.add_argument("--eval-env-cfg", default=None, metavar="JSON", help="JSON file or string of overrides applied on top of the training env cfg for every evaluation, "
-                   "e.g. to fine-tune on the slowest motors and still judge on the full range: "
-                   "'{\"randomization\": {\"motor_time_constant_range_s\": [0.02, 0.15]}}'")
+                   "e.g. '{\"randomization\": {\"max_disturbance_force_n\": 0.02}}' (evaluations always draw the motor lag "
+                   "from the whole motor_time_constant_range_s, not from the training's motor_time_constant_train_range_s)")
     p.add_argument("--agent-cfg", default=None, metavar="JSON", help="JSON file or string merged into the rsl_rl train cfg, e.g. '{\"num_steps_per_env\": 32}'")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (1 is fastest on a shared or small CPU; raise it on a dedicated many-core machine)")
     p.add_argument("--compile", action="store_true", help="torch.compile the physics step (faster at large batch; slower start)")
@@ -222,12 +222,15 @@ def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_p
 
 
 def make_eval_env(task: str, env_cfg_dict: dict, num_envs: int, device: str, seed: int):
-    """Evaluation env: training config with the curriculum at its final values."""
+    """Evaluation env: the given config with the curriculum at its final values and the motor lag
+    drawn from its whole range (not the training's part of it)."""
     from sim.tasks import make_env
 
     cfg = copy.deepcopy(env_cfg_dict)
     if "curriculum" in cfg:
         cfg["curriculum"]["enabled"] = False
+    if "motor_time_constant_train_range_s" in cfg.get("randomization", {}):
+        cfg["randomization"]["motor_time_constant_train_range_s"] = None
     return make_env(task, num_envs=num_envs, device=device, cfg=cfg, seed=seed)
 
 
@@ -278,6 +281,7 @@ def run(args, argv: list[str] | None = None) -> int:
             base["physics"]["compile"] = True
         env_cfg_dict = GotoEnvCfg.from_dict(base).validate().to_dict()
         eval_cfg = copy.deepcopy(env_cfg_dict)
+        eval_cfg["randomization"]["motor_time_constant_train_range_s"] = None  # judged on the whole motor-lag range
         _deep_update(eval_cfg, _json_arg(args.eval_env_cfg, "--eval-env-cfg"))
         eval_env_cfg_dict = GotoEnvCfg.from_dict(eval_cfg).validate().to_dict()
     elif args.env_cfg or args.eval_env_cfg or args.no_randomization or args.compile:

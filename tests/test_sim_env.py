@@ -88,11 +88,24 @@ def test_initial_states_follow_the_task():
     assert (env.goal_w[:, 2] >= cmd.min_goal_height_m - 1e-6).all()
 
 
+def test_training_draws_the_motor_lag_from_its_training_part_of_the_range():
+    cfg = GotoEnvCfg()
+    assert cfg.randomization.motor_time_constant_train_range_s == (0.05, 0.15)
+    tau = GotoEnv(cfg, num_envs=4096, seed=5).params["motor_time_constant_s"]
+    assert tau.min().item() >= 0.05 - 1e-6 and tau.max().item() <= 0.15 + 1e-6 and tau.min().item() < 0.055
+    with pytest.raises(ConfigError, match="motor_time_constant_train_range_s"):
+        GotoEnvCfg.from_dict({"randomization": {"motor_time_constant_range_s": [0.08, 0.15]}}).validate()
+    cfg = GotoEnvCfg.from_dict({"randomization": {"motor_time_constant_train_range_s": None}}).validate()
+    assert cfg.randomization.motor_time_constant_train_range_s is None
+    assert GotoEnvCfg.from_dict(cfg.to_dict()).randomization.motor_time_constant_train_range_s is None
+
+
 def test_randomization_stays_inside_configured_ranges():
     cfg = GotoEnvCfg()
     r = cfg.randomization
     r.mass_scale_range = (0.8, 1.3)
     r.motor_time_constant_range_s = (0.02, 0.15)
+    r.motor_time_constant_train_range_s = None  # the whole range (evaluation)
     r.action_latency_steps_range = (1, 3)
     env = GotoEnv(cfg, num_envs=4096, seed=5)
     p = env.params

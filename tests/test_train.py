@@ -97,15 +97,27 @@ def test_target_success_not_reached_runs_every_iteration_and_says_so(tmp_path):
 
 def test_eval_env_cfg_overrides_apply_to_evaluation_only(tmp_path):
     out = tmp_path / "eval_cfg"
-    slow = {"randomization": {"motor_time_constant_range_s": [0.08, 0.15]}}
-    judge = {"randomization": {"motor_time_constant_range_s": [0.02, 0.15]}}
+    slow = {"randomization": {"motor_time_constant_train_range_s": [0.08, 0.15]}}
+    judge = {"randomization": {"max_disturbance_force_n": 0.02}}
     assert main([*TINY, "--max-iterations", "1", "--run-dir", str(out), "--env-cfg", json.dumps(slow), "--eval-env-cfg", json.dumps(judge)]) == 0
     config = read_run_config(out)
-    assert config["env_cfg"]["randomization"]["motor_time_constant_range_s"] == [0.08, 0.15]
-    assert config["eval_env_cfg"]["randomization"]["motor_time_constant_range_s"] == [0.02, 0.15]
+    assert config["env_cfg"]["randomization"]["motor_time_constant_train_range_s"] == [0.08, 0.15]
+    assert config["eval_env_cfg"]["randomization"]["max_disturbance_force_n"] == 0.02
+    assert config["env_cfg"]["randomization"]["max_disturbance_force_n"] == 0.01
     assert config["eval_env_cfg"]["rewards"] == config["env_cfg"]["rewards"]  # everything else is the training's
     result = json.loads((out / "eval.json").read_text())
     assert result["eval_env_cfg_differs_from_training"] is True and result["randomization"] is True
+
+
+def test_evaluation_draws_the_motor_lag_from_the_whole_range(tiny_run):
+    from sim.train import make_eval_env
+
+    config = read_run_config(tiny_run)
+    assert config["env_cfg"]["randomization"]["motor_time_constant_train_range_s"] == [0.05, 0.15]
+    env = make_eval_env("crazyflie-goto", config["env_cfg"], 2048, "cpu", 0)
+    tau = env.params["motor_time_constant_s"]
+    assert tau.min().item() < 0.025 and tau.max().item() > 0.13
+    assert not env.cfg.curriculum.enabled
 
 
 def test_short_training_improves_the_return():

@@ -31,15 +31,14 @@ def sample_parameters(cfg: RandomizationCfg, n: int, generator: torch.Generator,
     direction = torch.randn((n, 3), generator=generator, device=device)
     direction = direction / torch.linalg.vector_norm(direction, dim=-1, keepdim=True).clamp(min=1e-6)
     lat_lo, lat_hi = cfg.action_latency_steps_range
+    tau_lo, tau_hi = cfg.motor_time_constant_train_range_s or cfg.motor_time_constant_range_s
     return {
         "mass_scale": uniform(n, 1, *cfg.mass_scale_range, generator, device),
         "inertia_scale": uniform(n, 3, *cfg.inertia_scale_range, generator, device),
         "thrust_coefficient_scale": uniform(n, 1, *cfg.thrust_coefficient_scale_range, generator, device),
         "torque_coefficient_scale": uniform(n, 1, *cfg.torque_coefficient_scale_range, generator, device),
         # log-uniform over the span: as many slow as fast motors in relative terms
-        "motor_time_constant_s": torch.exp(
-            uniform(n, 1, math.log(cfg.motor_time_constant_range_s[0]), math.log(cfg.motor_time_constant_range_s[1]), generator, device)
-        ).clamp(*cfg.motor_time_constant_range_s),
+        "motor_time_constant_s": torch.exp(uniform(n, 1, math.log(tau_lo), math.log(tau_hi), generator, device)).clamp(tau_lo, tau_hi),
         "disturbance_force_w": direction * uniform(n, 1, 0.0, cfg.max_disturbance_force_n, generator, device),
         "disturbance_torque_b": uniform(n, 3, -cfg.max_disturbance_torque_nm, cfg.max_disturbance_torque_nm, generator, device),
         "action_latency_steps": torch.randint(int(lat_lo), int(lat_hi) + 1, (n,), generator=generator, device=device),
