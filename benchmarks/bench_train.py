@@ -32,6 +32,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-interval", type=int, default=25)
     p.add_argument("--eval-episodes", type=int, default=1000, help="final evaluation episodes")
+    p.add_argument("--eval-episodes-during-training", type=int, default=1000, help="episodes of each evaluation that decides the stop")
     p.add_argument("--run-dir", default=None, help="keep the run here (default: a temporary directory)")
     args = p.parse_args(argv)
     from sim.train import main as train_main
@@ -43,6 +44,7 @@ def main(argv=None) -> int:
             "--num-envs", str(args.num_envs), "--device", args.device, "--threads", str(args.threads),
             "--max-iterations", str(args.max_iterations), "--seed", str(args.seed), "--target-success", str(args.target_success),
             "--eval-interval", str(args.eval_interval), "--eval-episodes", str(args.eval_episodes),
+            "--eval-episodes-during-training", str(args.eval_episodes_during_training),
             "--run-dir", str(run_dir), "--no-progress",
         ])
         total = time.perf_counter() - t0
@@ -50,6 +52,7 @@ def main(argv=None) -> int:
             return rc
         r = json.loads((run_dir / "eval.json").read_text())
     tb = r["time_breakdown_s"]
+    cpu = time.process_time()
     reached = r["target_reached"]
     print("\n== bench_train ==")
     print(f"target success {args.target_success:.2f}: {'reached' if reached else 'NOT reached'} after {r['iterations']} iterations, "
