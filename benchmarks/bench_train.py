@@ -52,7 +52,6 @@ def main(argv=None) -> int:
             return rc
         r = json.loads((run_dir / "eval.json").read_text())
     tb = r["time_breakdown_s"]
-    cpu = time.process_time()
     reached = r["target_reached"]
     print("\n== bench_train ==")
     print(f"target success {args.target_success:.2f}: {'reached' if reached else 'NOT reached'} after {r['iterations']} iterations, "
