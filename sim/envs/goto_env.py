@@ -146,6 +146,10 @@ class GotoEnv(VecEnv):
                                   "add them to SOA_OBSERVATION_TERMS in sim/envs/terms/observations.py")
             # structure-of-arrays state and parameters; the usual attributes become (N, k) views of them
             layout = StateLayout(int(self.action_buffer.shape[1]))
+            soa_keys = {key for key, _ in layout.PARAMS} | {"action_latency_steps"}
+            if set(self.params) != soa_keys:
+                raise ConfigError(f"the compiled step stores the parameters {sorted(soa_keys)}; sample_parameters gives "
+                                  f"{sorted(self.params)}: add the new ones to step_core.StateLayout.PARAMS")
             self._state = torch.zeros((layout.rows, n), **f32)
             self._state[layout.QUAT.start] = 1.0
             self._state[layout.RPM] = self.k.hover_rpm
