@@ -31,6 +31,14 @@ from robot_hrl.msgs.geometry_msgs import (
     WrenchStamped,
 )
 from robot_hrl.msgs.nav_msgs import Odometry, Path
+from robot_hrl.msgs.rmw_dds_common import (  # the ROS 2 graph (ros_discovery_info); not in message_class()
+    Gid,
+    GidHumble,
+    NodeEntitiesInfo,
+    NodeEntitiesInfoHumble,
+    ParticipantEntitiesInfo,
+    ParticipantEntitiesInfoHumble,
+)
 from robot_hrl.msgs.rosgraph_msgs import Clock
 from robot_hrl.msgs.sensor_msgs import BatteryState, Image
 from robot_hrl.msgs.std_msgs import Bool, Empty, Float32, Header, String
@@ -45,8 +53,10 @@ from robot_hrl.msgs.conversions import (  # noqa: E402  (after the types it conv
 )
 
 __all__ = [
-    "BatteryState", "Bool", "Clock", "DiagnosticArray", "DiagnosticStatus", "Duration", "Empty", "Float32", "Header",
-    "Image", "KeyValue", "MessageTypeError", "Odometry", "Path", "Point", "PointStamped", "Pose", "PoseStamped",
+    "BatteryState", "Bool", "Clock", "DiagnosticArray", "DiagnosticStatus", "Duration", "Empty", "Float32", "Gid",
+    "GidHumble", "Header", "Image", "KeyValue", "MessageTypeError", "NodeEntitiesInfo", "NodeEntitiesInfoHumble",
+    "Odometry", "ParticipantEntitiesInfo", "ParticipantEntitiesInfoHumble", "Path", "Point", "PointStamped", "Pose",
+    "PoseStamped",
     "PoseWithCovariance", "Quaternion", "String", "Time", "Twist", "TwistStamped", "TwistWithCovariance", "Vector3",
     "Wrench", "WrenchStamped", "all_message_classes", "array_from_image", "dds_typename", "header",
     "image_from_array", "message_class", "odometry_from_state", "ros_type_from_dds", "ros_type_name",
