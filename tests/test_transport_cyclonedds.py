@@ -235,3 +235,69 @@ def test_backend_selection(monkeypatch):
         n.shutdown()
     else:
         assert resolve_backend("auto") == "rclpy"
+
+
+# ---- the ROS 2 graph (ros_discovery_info) --------------------------------------------------------
+def _graph_node(sample, name):
+    return [n for n in sample.node_entities_info_seq if n.node_name == name]
+
+
+def test_graph_sample_lists_the_node_and_its_endpoint_guids(monkeypatch):
+    from robot_hrl.msgs.rmw_dds_common import gid_from_guid
+
+    monkeypatch.delenv("ROS_DISTRO", raising=False)
+    domain = use_domain(monkeypatch)
+    n = CycloneNode("grapher", namespace="/cf3", domain_id=domain)
+    root = CycloneNode("rooted", domain_id=domain)
+    graph = n._participant.graph
+    assert graph is root._participant.graph and graph.gid_size == 16
+    pub = n.create_publisher(String, "status")
+    sub = n.create_subscription(String, "cmd", lambda m: None)
+    before = graph.published
+    sample = graph.sample()
+    assert sample.gid == gid_from_guid(n._participant.dp.guid)
+    [info] = _graph_node(sample, "grapher")
+    assert info.node_namespace == "/cf3" and _graph_node(sample, "rooted")[0].node_namespace == "/"
+    assert info.writer_gid_seq == [gid_from_guid(pub.guid)] and info.reader_gid_seq == [gid_from_guid(sub.guid)]
+    sub.destroy()  # a change: republished without the reader
+    assert graph.published == before + 1 and _graph_node(graph.sample(), "grapher")[0].reader_gid_seq == []
+    n.shutdown()
+    assert _graph_node(graph.sample(), "grapher") == [] and _graph_node(graph.sample(), "rooted")
+    root.shutdown()
+
+
+def test_participant_user_data_is_the_rmw_enclave(monkeypatch):
+    from cyclonedds.qos import Policy
+
+    n = CycloneNode("enclaved", domain_id=use_domain(monkeypatch))
+    assert Policy.Userdata(b"enclave=/;") in n._participant.dp.get_qos()
+    n.shutdown()
+
+
+@pytest.mark.parametrize("distro,size", [("humble", 24), ("jazzy", 16), ("", 16)])
+def test_gid_layout_follows_ros_distro_or_the_option(monkeypatch, distro, size):
+    monkeypatch.setenv("ROS_DISTRO", distro)
+    n = CycloneNode("distro", domain_id=use_domain(monkeypatch))
+    assert n._participant.graph.gid_size == size and len(n._participant.graph.sample().gid.data) == size
+    n.shutdown()
+    explicit = CycloneNode("distro", domain_id=use_domain(monkeypatch), ros_distro="humble" if size == 16 else "iron")
+    assert explicit._participant.graph.gid_size == (24 if size == 16 else 16)
+    explicit.shutdown()
+
+
+def test_a_broken_graph_writer_never_breaks_the_node(monkeypatch, caplog):
+    class Refusing:
+        def write(self, sample):
+            raise RuntimeError("no graph today")
+
+    n = CycloneNode("sturdy", domain_id=use_domain(monkeypatch))
+    n._participant.graph._writer = Refusing()
+    got: list[str] = []
+    with caplog.at_level("WARNING"):
+        pub = n.create_publisher(String, "/chatter")
+        n.create_subscription(String, "/chatter", lambda m: got.append(m.data))
+    assert "could not publish the ROS 2 graph on ros_discovery_info" in caplog.text
+    spin_until(n, lambda: pub.get_subscription_count() > 0, what="in-process match")
+    pub.publish(String("still here"))
+    spin_until(n, lambda: got == ["still here"], what="the message despite the graph failure")
+    n.shutdown()

@@ -7,7 +7,14 @@ Mapping (as rmw_cyclonedds does it):
   XCDR1 little-endian, the CDR bytes ROS 2 sends;
 - QoS: reliability, durability and keep-last depth map one to one;
 - domain id: ``domain_id=`` or ``ROS_DOMAIN_ID`` (0 when unset); one DomainParticipant per
-  process and domain, shared by the nodes in it.
+  process and domain, shared by the nodes in it;
+- the ROS 2 graph: the participant carries USER_DATA ``enclave=/;`` and publishes an
+  ``rmw_dds_common/msg/ParticipantEntitiesInfo`` on ``ros_discovery_info`` (its GID and, per
+  node, namespace, name and the GIDs of the node's readers and writers), republished whenever a
+  node, publisher or subscription comes or goes; this is what ``ros2 node list`` reads. The
+  GID layout (16 or 24 bytes) follows ``ROS_DISTRO`` or ``CycloneNode(ros_distro=...)``
+  (:func:`robot_hrl.transport.dds_config.ros_gid_size`). A failure there is logged, never
+  raised: the node works without it.
 
 :meth:`CycloneNode.spin` is a single-threaded executor: it waits on a WaitSet (one read
 condition per subscription) until the next timer deadline, runs the callbacks of the samples
@@ -26,6 +33,7 @@ import logging
 import math
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -41,7 +49,8 @@ from cyclonedds.util import duration
 from cyclonedds._clayer import ddspy_take, ddspy_write  # raw CDR in and out: decode errors stay ours
 
 from robot_hrl.msgs import Clock, MessageTypeError, ros_type_from_dds, ros_type_name, seconds_from_time
-from robot_hrl.transport.dds_config import check_domain_id, domain_id_from_env
+from robot_hrl.msgs.rmw_dds_common import NAME_BOUND, entities_info_classes, gid_from_guid
+from robot_hrl.transport.dds_config import check_domain_id, domain_id_from_env, ros_gid_size
 from robot_hrl.transport.interface import (
     COMMAND_QOS,
     SENSOR_QOS,
@@ -63,6 +72,35 @@ _MAX_WAIT_S = 0.05
 _TAKE_BATCH = 64
 
 _ANY = SampleState.Any | ViewState.Any | InstanceState.Any
+
+ROS_DISCOVERY_TOPIC = "ros_discovery_info"
+"""The DDS topic of the ROS 2 graph (no ``rt/`` prefix: rmw creates it outside the ROS names)."""
+ENCLAVE = "/"
+"""The security enclave rcl gives a context by default; rmw puts it in the participant's USER_DATA."""
+
+_log = logging.getLogger(__name__)
+
+
+def participant_user_data(enclave: str = ENCLAVE) -> bytes:
+    """The participant USER_DATA rmw_cyclonedds sets: ``enclave=<enclave>;`` (no NUL)."""
+    return f"enclave={enclave};".encode()
+
+
+def ros_discovery_qos() -> Qos:
+    """The QoS of rmw's ros_discovery_info writer: reliable, transient local, keep last 1 (a late
+    joiner gets each participant's latest sample)."""
+    return Qos(Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100)),
+               Policy.Durability.TransientLocal, Policy.History.KeepLast(1))
+
+
+def entity_guid(entity: Any) -> uuid.UUID | None:
+    """The DDS GUID of a participant, reader or writer; None (and a warning) when it cannot be read."""
+    try:
+        return entity.guid
+    except Exception as exc:  # noqa: BLE001 - a graph detail must never break a node
+        _log.warning("could not read the DDS GUID of %r (%s: %s); it is left out of ros_discovery_info",
+                     entity, type(exc).__name__, exc)
+        return None
 
 
 def dds_topic_name(ros_topic: str) -> str:
@@ -92,17 +130,112 @@ def dds_qos(qos: QoS) -> Qos:
 
 
 # ---- one DomainParticipant per process and domain ---------------------------------------------------
+def _create_domain_participant(domain_id: int) -> DomainParticipant:
+    """A DomainParticipant with rmw's USER_DATA; without it if the QoS is refused (the graph is
+    a courtesy to ROS 2 tools, the node must still run)."""
+    try:
+        return DomainParticipant(domain_id, qos=Qos(Policy.Userdata(participant_user_data())))
+    except DDSException as exc:
+        _log.warning("DDS participant with USER_DATA %r refused (%s); joining domain %d without it",
+                     participant_user_data(), exc, domain_id)
+    return DomainParticipant(domain_id)
+
+
+class _RosGraph:
+    """This participant's ``ParticipantEntitiesInfo`` on ``ros_discovery_info``, kept up to date as
+    rmw_cyclonedds does: one sample per participant, republished whole on every change.
+
+    Every method logs and swallows its errors: ``ros2 node list`` is a nicety, the node's own
+    topics must work without it."""
+
+    def __init__(self, dp: DomainParticipant, gid_size: int):
+        self.gid_size = gid_size
+        self.published = 0
+        """Samples written (one per change)."""
+        self._nodes: dict[int, "CycloneNode"] = {}  # id(node) -> node, in creation order
+        self._lock = threading.Lock()
+        self._writer: DataWriter | None = None
+        self._classes = None
+        self._gid = None
+        try:
+            self._classes = entities_info_classes(gid_size)
+            guid = entity_guid(dp)
+            if guid is None:
+                return
+            self._gid = gid_from_guid(guid, gid_size)
+            topic = Topic(dp, ROS_DISCOVERY_TOPIC, self._classes.participant)
+            self._writer = DataWriter(dp, topic, qos=ros_discovery_qos())
+        except Exception as exc:  # noqa: BLE001
+            _log.warning("cannot publish the ROS 2 graph on %s (%s: %s); `ros2 node list` will not show this "
+                         "process's nodes, their topics work", ROS_DISCOVERY_TOPIC, type(exc).__name__, exc)
+            self._writer = None
+
+    def add_node(self, node: "CycloneNode") -> None:
+        with self._lock:
+            self._nodes[id(node)] = node
+            self._publish_locked()
+
+    def remove_node(self, node: "CycloneNode") -> None:
+        with self._lock:
+            if self._nodes.pop(id(node), None) is not None:
+                self._publish_locked()
+
+    def update(self) -> None:
+        """A node's publishers or subscriptions changed: republish."""
+        with self._lock:
+            self._publish_locked()
+
+    def sample(self):
+        """The ParticipantEntitiesInfo as it stands (None when the graph cannot be published)."""
+        with self._lock:
+            return self._sample_locked()
+
+    def _sample_locked(self):
+        if self._classes is None or self._gid is None:
+            return None
+        classes = self._classes
+        infos = []
+        for node in self._nodes.values():
+            namespace = node.namespace or "/"  # rcl names the root namespace "/"
+            if len(namespace) > NAME_BOUND or len(node.name) > NAME_BOUND:
+                _log.warning("node %s/%s: name or namespace longer than %d characters, left out of %s",
+                             namespace, node.name, NAME_BOUND, ROS_DISCOVERY_TOPIC)
+                continue
+            readers, writers = node._graph_guids()
+            infos.append(classes.node(
+                node_namespace=namespace, node_name=node.name,
+                reader_gid_seq=[gid_from_guid(g, self.gid_size) for g in readers],
+                writer_gid_seq=[gid_from_guid(g, self.gid_size) for g in writers]))
+        return classes.participant(gid=self._gid, node_entities_info_seq=infos)
+
+    def _publish_locked(self) -> None:
+        if self._writer is None:
+            return
+        try:
+            self._writer.write(self._sample_locked())
+            self.published += 1
+        except Exception as exc:  # noqa: BLE001
+            _log.warning("could not publish the ROS 2 graph on %s (%s: %s); the nodes keep running",
+                         ROS_DISCOVERY_TOPIC, type(exc).__name__, exc)
+
+    def close(self) -> None:
+        with self._lock:
+            self._nodes.clear()
+            self._writer = None
+
+
 class _Participant:
-    def __init__(self, domain_id: int):
+    def __init__(self, domain_id: int, gid_size: int):
         self.domain_id = domain_id
         try:
-            self.dp = DomainParticipant(domain_id)
+            self.dp = _create_domain_participant(domain_id)
         except DDSException as exc:
             raise TransportError(f"could not join DDS domain {domain_id}: {exc}. Check CYCLONEDDS_URI "
                                  "(robot_hrl.transport.dds_config.loopback_config() is a known-good profile)") from exc
         self.topics: dict[str, Topic] = {}
         self.users = 0
         self._graph_readers = None
+        self.graph = _RosGraph(self.dp, gid_size)
 
     def endpoints(self, publications: bool = True) -> list:
         """The DCPSPublication (or DCPSSubscription) samples of the alive endpoints on the domain,
@@ -135,11 +268,15 @@ _PARTICIPANTS: dict[int, _Participant] = {}
 _PARTICIPANTS_LOCK = threading.Lock()
 
 
-def _acquire_participant(domain_id: int) -> _Participant:
+def _acquire_participant(domain_id: int, gid_size: int) -> _Participant:
     with _PARTICIPANTS_LOCK:
         p = _PARTICIPANTS.get(domain_id)
         if p is None:
-            p = _PARTICIPANTS[domain_id] = _Participant(domain_id)
+            p = _PARTICIPANTS[domain_id] = _Participant(domain_id, gid_size)
+        elif p.graph.gid_size != gid_size:
+            # one participant, one ros_discovery_info sample: the first node chose its layout
+            _log.warning("domain %d already publishes %d-byte ROS 2 graph GIDs in this process; "
+                         "a node asking for %d-byte ones shares them", domain_id, p.graph.gid_size, gid_size)
         p.users += 1
         return p
 
@@ -149,6 +286,7 @@ def _release_participant(p: _Participant) -> None:
         p.users -= 1
         if p.users <= 0 and _PARTICIPANTS.get(p.domain_id) is p:
             del _PARTICIPANTS[p.domain_id]
+            p.graph.close()
             p.topics.clear()
             p._graph_readers = None
             p.dp = None  # the Python wrapper deletes the DDS entity and its children
@@ -201,6 +339,8 @@ class CyclonePublisher(Publisher):
         self.qos = qos
         self._writer = DataWriter(node._participant.dp, node._participant.topic(dds_topic_name(topic), msg_type),
                                   qos=dds_qos(qos))
+        self.guid = entity_guid(self._writer)
+        """The DDS GUID of the writer (its GID in the ROS 2 graph), None if unreadable."""
 
     def publish(self, msg: Any) -> None:
         if type(msg) is not self.msg_type:
@@ -251,6 +391,8 @@ class CycloneSubscription(Subscription):
         self._node = node
         self._reader = DataReader(node._participant.dp, node._participant.topic(dds_topic_name(topic), msg_type),
                                   qos=dds_qos(qos))
+        self.guid = entity_guid(self._reader)
+        """The DDS GUID of the reader (its GID in the ROS 2 graph), None if unreadable."""
         self._condition = ReadCondition(self._reader, _ANY)
         node._waitset.attach(self._condition)
 
@@ -294,6 +436,8 @@ class CycloneSubscription(Subscription):
         self._node._subscriptions.remove(self)
         self._condition = None
         self._reader = None
+        if not self._node._shutdown:
+            self._node._participant.graph.update()
 
 
 class CycloneTimer(Timer):
@@ -341,7 +485,9 @@ class CycloneNode(Node):
     (bool) makes :meth:`now` and the timers follow ``/clock``."""
 
     def __init__(self, name: str, namespace: str = "", parameters: dict[str, Any] | None = None,
-                 domain_id: int | None = None):
+                 domain_id: int | None = None, ros_distro: str | None = None):
+        """``ros_distro`` picks the layout of the ROS 2 graph GIDs this process publishes
+        (``"humble"``: 24 bytes; ``"jazzy"``: 16); by default ``ROS_DISTRO``, else 16."""
         if not name or not all(c.isalnum() or c == "_" for c in name) or name[0].isdigit():
             raise TransportError(f"node name {name!r} must be letters, digits and '_' and not start with a digit")
         super().__init__(name, namespace, parameters)  # makes the namespace absolute
@@ -354,7 +500,7 @@ class CycloneNode(Node):
         self.use_sim_time = use_sim_time
         self.dropped_samples = 0
         """Samples dropped on all subscriptions because they could not be decoded."""
-        self._participant = _acquire_participant(self.domain_id)
+        self._participant = _acquire_participant(self.domain_id, ros_gid_size(ros_distro))
         self._waitset = WaitSet(self._participant.dp)
         self._guard = GuardCondition(self._participant.dp)
         self._waitset.attach(self._guard)
@@ -365,6 +511,7 @@ class CycloneNode(Node):
         self._spinning = False
         self._destroy_lock = threading.Lock()
         self._sim_time: float | None = None
+        self._participant.graph.add_node(self)  # rmw announces a node before it has any endpoint
         if self.use_sim_time:
             self.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS)  # global: see GLOBAL_TOPICS
 
@@ -378,6 +525,7 @@ class CycloneNode(Node):
         self._check_alive()
         pub = CyclonePublisher(self, _check_msg_type(msg_type), self.resolve_topic(topic), qos)
         self._publishers.append(pub)
+        self._participant.graph.update()
         return pub
 
     def create_subscription(self, msg_type: type, topic: str, callback: Callable[[Any], None],
@@ -389,7 +537,14 @@ class CycloneNode(Node):
             raise TransportError(f"subscription callback for {topic!r} is not callable: {callback!r}")
         sub = CycloneSubscription(self, _check_msg_type(msg_type), self.resolve_topic(topic), callback, qos, raw)
         self._subscriptions.append(sub)
+        self._participant.graph.update()
         return sub
+
+    def _graph_guids(self) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+        """The GUIDs of this node's live DDS readers and writers, for ros_discovery_info."""
+        readers = [s.guid for s in self._subscriptions if s._reader is not None and s.guid is not None]
+        writers = [p.guid for p in self._publishers if p._writer is not None and p.guid is not None]
+        return readers, writers
 
     def _on_dropped(self, sub: CycloneSubscription, data: bytes, exc: Exception) -> None:
         self.dropped_samples += 1
@@ -523,6 +678,7 @@ class CycloneNode(Node):
             self._destroy_entities()
 
     def _destroy_entities(self) -> None:
+        self._participant.graph.remove_node(self)
         for sub in list(self._subscriptions):
             sub.destroy()
         for pub in self._publishers:
@@ -548,4 +704,4 @@ class CycloneNode(Node):
         self.shutdown()
 
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())
+_log.addHandler(logging.NullHandler())

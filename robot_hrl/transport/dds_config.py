@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import os
 
+from robot_hrl.msgs.rmw_dds_common import gid_size_for_distro
 from robot_hrl.transport.interface import TransportError
 
 MAX_DOMAIN_ID = 232
@@ -38,6 +39,14 @@ def domain_id_from_env(default: int = 0) -> int:
     except ValueError:
         raise TransportError(f"ROS_DOMAIN_ID={raw!r} is not an integer; set it to a domain id in 0..{MAX_DOMAIN_ID}") from None
     return check_domain_id(value)
+
+
+def ros_gid_size(ros_distro: str | None = None) -> int:
+    """The size of the ROS 2 graph GIDs (``rmw_dds_common/msg/Gid``) to publish: 24 bytes for the
+    Foxy/Galactic/Humble layout, 16 for Iron and later. ``ros_distro`` wins; else ``ROS_DISTRO``
+    (set by a sourced ROS 2 install); unset means the current layout (16)."""
+    distro = ros_distro if ros_distro is not None else os.environ.get("ROS_DISTRO", "")
+    return gid_size_for_distro(distro)
 
 
 def loopback_config(max_participants: int = 32) -> str:
