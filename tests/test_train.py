@@ -71,13 +71,17 @@ def test_resume_continues_from_the_checkpoint(tiny_run, tmp_path):
     assert (out / "model_2.pt").is_file()
 
 
+def _train_to_target(run_dir, target: float, max_iterations: int, eval_interval: int) -> dict:
+    args = ["--num-envs", "32", "--max-iterations", str(max_iterations), "--eval-episodes", "8",
+            "--eval-episodes-during-training", "8", "--eval-interval", str(eval_interval), "--no-progress", "--seed", "3",
+            "--target-success", str(target), "--run-dir", str(run_dir)]
+    assert main(args) == 0
+    return json.loads((run_dir / "eval.json").read_text())
+
+
 def test_target_success_stops_at_the_first_evaluation_that_reaches_it(tmp_path):
     # success 0.0 is reached by any evaluation: training stops after the first one (iteration 0)
-    out = tmp_path / "stop"
-    args = ["--num-envs", "32", "--max-iterations", "5", "--eval-episodes", "8", "--eval-episodes-during-training", "8",
-            "--eval-interval", "1", "--no-progress", "--seed", "3", "--target-success", "0.0", "--run-dir", str(out)]
-    assert main(args) == 0
-    result = json.loads((out / "eval.json").read_text())
+    result = _train_to_target(tmp_path / "stop", 0.0, max_iterations=5, eval_interval=1)
     assert result["iterations"] == 1 and result["target_reached"] is True
     assert [h["iteration"] for h in result["evaluations_during_training"]] == [0]
     assert result["env_steps"] == 1 * ppo_goto_cfg()["num_steps_per_env"] * 32
@@ -85,11 +89,7 @@ def test_target_success_stops_at_the_first_evaluation_that_reaches_it(tmp_path):
 
 def test_target_success_not_reached_runs_every_iteration_and_says_so(tmp_path):
     # an untrained policy never reaches 100 %: all iterations run, evaluated every --eval-interval
-    out = tmp_path / "no_stop"
-    args = ["--num-envs", "32", "--max-iterations", "4", "--eval-episodes", "8", "--eval-episodes-during-training", "8",
-            "--eval-interval", "2", "--no-progress", "--seed", "3", "--target-success", "1.0", "--run-dir", str(out)]
-    assert main(args) == 0
-    result = json.loads((out / "eval.json").read_text())
+    result = _train_to_target(tmp_path / "no_stop", 1.0, max_iterations=4, eval_interval=2)
     assert result["iterations"] == 4 and result["target_reached"] is False
     assert [h["iteration"] for h in result["evaluations_during_training"]] == [1, 3]
     assert all(h["success_rate"] < 1.0 for h in result["evaluations_during_training"])
