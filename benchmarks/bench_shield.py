@@ -14,7 +14,7 @@ Prints:
   collision violation counts (required: 0), and the same without the shield for contrast;
 - nominal flight: a well-behaved cascaded PD flying to goals, with and without the shield
   (success rates, the shield's intervention rate);
-- the adversarial runs again with the training's domain randomization (informational);
+- the adversarial runs again with the training's domain randomization (the shield is designed for the whole range: target zero, see benchmarks/README.md);
 - the trained policy (models/crazyflie_goto.onnx) with and without the shield: success rates
   and the shield's intervention rate (the fraction of ticks on which it changed the command).
 """

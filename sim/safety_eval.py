@@ -33,6 +33,7 @@ import torch
 
 from robot_hrl.robots import get_robot
 from robot_hrl.safety import Shield, ShieldInput, load_shield_config
+from robot_hrl.safety.backup import BackupController
 from robot_hrl.state import RobotState
 from robot_hrl.world import load_world
 from sim.envs.math_utils import quat_from_rotvec, quat_mul, quat_rotate_inverse, rotation_matrix_from_quat
@@ -42,13 +43,20 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_WORLD = REPO_ROOT / "models" / "worlds" / "demo.yaml"
 
 
-def eval_env_cfg(episode_length_s: float, randomize: bool = False) -> dict:
+def eval_env_cfg(episode_length_s: float, randomize: bool = False, randomization: dict | None = None) -> dict:
     """The env configuration of the evaluation: no auto-termination (violations are counted,
-    not ended), long episodes, nominal robot unless ``randomize``, curriculum at its end."""
+    not ended), long episodes, nominal robot unless ``randomize``, curriculum at its end.
+    ``randomization``: overrides of the training's randomization ranges (with ``randomize``),
+    e.g. ``{"motor_time_constant_range_s": (0.1, 0.15), "action_latency_steps_range": (1, 1)}``."""
+    rand = {"enabled": bool(randomize)}
+    if randomize:
+        # judged over the whole motor-lag range (0.02-0.15 s), not the training's slow part of it
+        rand["motor_time_constant_train_range_s"] = None
+        rand.update(randomization or {})
     return {
         "command": {"episode_length_s": episode_length_s + 10.0},
         "terminations": {"terminate_on_ground_contact": False, "out_of_bounds_distance_m": 1e6, "ceiling_m": 1e6},
-        "randomization": {"enabled": bool(randomize)},
+        "randomization": rand,
         "curriculum": {"enabled": False},
     }
 
@@ -222,13 +230,15 @@ def run(
     subgoal_radius_m: float = 1.0,
     progress: bool = False,
     onnx_path: str | Path | None = None,
+    randomization: dict | None = None,
 ) -> EvalResult:
-    """Run ``episodes`` episodes at once (one batched env) and count violations."""
+    """Run ``episodes`` episodes at once (one batched env) and count violations.
+    ``randomization``: overrides of the randomization ranges when ``randomize`` (see :func:`eval_env_cfg`)."""
     torch.set_num_threads(1)  # the shield loop is single-threaded; idle torch workers would only spin
     world = load_world(world_path)
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
-    env = make_env("crazyflie-goto", episodes, device="cpu", cfg=eval_env_cfg(episode_s, randomize), seed=seed)
+    env = make_env("crazyflie-goto", episodes, device="cpu", cfg=eval_env_cfg(episode_s, randomize, randomization), seed=seed)
     robot = env.robot
     config = load_shield_config(shield_config) if shield_config is not None else load_shield_config()
     shields = [Shield(config, robot, world, subgoal_radius_m) for _ in range(episodes)] if shielded else None
@@ -245,7 +255,8 @@ def run(
         applied = np.zeros((episodes, 4))
     elif policy == "pd":
         env.goal_w[:] = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
-        pd = Shield(config, robot, world, subgoal_radius_m)
+        pd_shield = Shield(config, robot, world, subgoal_radius_m)
+        pd = [BackupController(pd_shield.model, config) for _ in range(episodes)]  # one per episode: each keeps its own state
     elif policy != "random":
         raise ValueError(f"unknown policy {policy!r}; choose random, adversary, pd or trained")
     checker = ViolationChecker(world, robot, env)
@@ -339,7 +350,7 @@ def sample_goals(robot, world, starts: np.ndarray, rng: np.random.Generator, sub
     return goals
 
 
-def _pd_actions(shield: Shield, env) -> np.ndarray:
+def _pd_actions(controllers: list, env) -> np.ndarray:
     """A nominal, well-behaved controller (the backup's cascaded PD, flying to the goal): the
     reference for the shield's intervention rate in nominal flight."""
     from robot_hrl.safety.model import rotation_from_quat
@@ -349,10 +360,10 @@ def _pd_actions(shield: Shield, env) -> np.ndarray:
     quat = env.quat_wxyz.double().numpy()
     omega = env.angular_velocity_b.double().numpy()
     goal = env.goal_w.double().numpy()
-    m = shield.model
     out = np.empty((len(pos), 4))
     for i in range(len(pos)):
-        w = shield.backup.command(pos[i].tolist(), vel[i].tolist(), rotation_from_quat(*quat[i].tolist()), omega[i].tolist(), goal[i].tolist())
+        m = controllers[i].m
+        w = controllers[i].command(pos[i].tolist(), vel[i].tolist(), rotation_from_quat(*quat[i].tolist()), omega[i].tolist(), goal[i].tolist())
         out[i] = [m.wrench_to_action(j, w[j]) for j in range(4)]
     return out
 

@@ -28,6 +28,8 @@ def test_shipped_config_loads_and_builds_a_shield(world):
     cfg = load_shield_config()
     assert cfg.robot == CRAZYFLIE_2X.name
     assert cfg.limits.max_tilt_deg == 35.0
+    # designed for the slowest motor of the training's range and a step of latency (docs/safety.md)
+    assert cfg.stopping.motor_time_constant_s == 0.15 and cfg.stopping.actuation_latency_s == 0.01
     shield = Shield.from_yaml(DEFAULT_SHIELD_CONFIG, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
     assert [u.name for u in shield.units] == ["estop", "watchdog", "battery", "command", "limits", "geofence", "altitude", "obstacles", "subgoal"]
     assert Shield.from_yaml(None, CRAZYFLIE_2X, world, 1.0).config == cfg
@@ -61,6 +63,11 @@ _DELETE = object()
         (("battery", "land_voltage_v"), 3.5, "battery.land_voltage_v"),
         (("obstacles", "slowdown_distance_m"), 0.01, "slowdown_distance_m"),
         (("stopping", "brake_decel_fraction"), 0.0, "stopping.brake_decel_fraction"),
+        (("stopping", "motor_time_constant_s"), 0.0, "stopping.motor_time_constant_s"),
+        (("stopping", "actuation_latency_s"), -0.01, "stopping.actuation_latency_s"),
+        (("limits", "motor_counter_torque_fraction"), 1.5, "limits.motor_counter_torque_fraction"),
+        (("backup", "rate_lead_s"), -0.01, "backup.rate_lead_s"),
+        (("backup", "rate_lead_s"), _DELETE, "backup.rate_lead_s"),
         (("watchdog", "state_timeout_s"), 0.0, "watchdog.state_timeout_s"),
         (("backup",), _DELETE, "backup"),
         (("control_rate_hz",), -100.0, "control_rate_hz"),
@@ -103,6 +110,7 @@ def test_yaml_file_with_bad_key_names_the_file(tmp_path, raw):
         (("limits", "max_speed_mps"), 9.0, "max_speed_mps"),
         (("limits", "max_thrust_n"), 2.0, "max_thrust_n"),
         (("limits", "min_thrust_n"), 0.3, "min_thrust_n"),
+        (("stopping", "motor_time_constant_s"), 0.02, "stopping.motor_time_constant_s"),
     ],
 )
 def test_config_that_does_not_fit_the_robot_is_refused(raw, world, path, value, expected):

@@ -379,6 +379,78 @@ def test_backup_levels_and_pulls_toward_the_target():
     assert out[2] > 0
 
 
+def test_backup_rate_lead_damps_a_growing_rate_harder():
+    """The rate term acts on w + rate_lead_s dw/dt: a roll rate that grew since the last tick is
+    opposed harder than the same rate that did not; reset forgets the last rate."""
+    s = fresh_shield()
+    b = s.backup
+    assert b.lead > 0.0
+    level = rotation_from_quat(1.0, 0.0, 0.0, 0.0)
+    hold = (2.0, 2.0, 1.0)
+    b.reset()
+    first = b.command([2.0, 2.0, 1.0], [0, 0, 0], level, [1.0, 0, 0], hold)  # no previous rate: no lead
+    steady = b.command([2.0, 2.0, 1.0], [0, 0, 0], level, [1.0, 0, 0], hold)
+    assert first[1] == steady[1] < 0.0
+    b.reset()
+    b.command([2.0, 2.0, 1.0], [0, 0, 0], level, [0.5, 0, 0], hold)
+    growing = b.command([2.0, 2.0, 1.0], [0, 0, 0], level, [1.0, 0, 0], hold)
+    assert growing[1] < steady[1]
+    expected = s.model.inertia[0] * (-b.kw * (1.0 + b.lead / b.dt * 0.5))
+    assert math.isclose(growing[1], max(expected, s.model.low[1]), rel_tol=1e-9)
+
+
+def test_carried_rate_is_the_integral_of_the_decaying_motor_torque():
+    """c = 0: the torque decays to zero, T tau / J; c > 0 (counter-torque): less, same sign,
+    growing with the torque."""
+    unit = shield().limits
+    m = shield().model
+    tau = 0.5 * m.high[1]
+    assert unit.motor_tau == m.design_motor_tau == 0.15
+    if unit.counter_torque[0] == 0.0:
+        assert math.isclose(unit.carried_rate(tau, 0), 0.15 * tau / m.inertia[0])
+    assert unit.carried_rate(0.0, 0) == 0.0
+    assert unit.carried_rate(-tau, 1) == -unit.carried_rate(tau, 1)
+    # numerically: integrate the first-order motor torque toward -c until it crosses zero
+    for frac in (0.0, 0.25, 0.5):
+        unit.counter_torque = (frac * m.high[1], frac * m.high[2])
+        try:
+            c, t_m, x, dt, rate, t = frac * m.high[1], 0.15, tau, 1e-5, 0.0, 0.0
+            while x > 0.0 and t < 20 * t_m:  # c = 0: decays without crossing; 20 T leaves e^-20
+                rate += x / m.inertia[0] * dt
+                x += (-c - x) * dt / t_m
+                t += dt
+            assert math.isclose(unit.carried_rate(tau, 0), rate, rel_tol=2e-3)
+            assert 0.0 < unit.carried_rate(0.5 * tau, 0) < unit.carried_rate(tau, 0)
+        finally:
+            unit.__init__(shield().config, m)
+
+
+@SETTINGS
+@given(
+    w=st.tuples(st.floats(-3, 3), st.floats(-3, 3), st.floats(-3, 3)), est=st.tuples(st.floats(-1, 1), st.floats(-1, 1)),
+    cmd=st.tuples(st.floats(-0.2, 1), *[st.floats(-1, 1)] * 3),
+)
+def test_limits_count_the_torque_still_in_the_slow_motors(w, est, cmd):
+    """Level flight: the roll and pitch torques keep the rate predicted with what the motors
+    still add (w + carried) within the body-rate box, whenever that is feasible."""
+    unit = shield().limits
+    m = shield().model
+    t = make_tick((2.0, 2.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), w, wrench_of(cmd))
+    t.torque_est = (est[0] * m.high[1], est[1] * m.high[2], 0.0)
+    unit.check(t)
+    w_eff = (w[0] + unit.carried_rate(t.torque_est[0], 0), w[1] + unit.carried_rate(t.torque_est[1], 1), w[2])
+    if "attitude" not in constraint_names(t):
+        for axis in range(2):
+            rlo, rhi = unit.rate_box(w_eff, axis)
+            if max(rlo, unit.lo[axis + 1]) <= min(rhi, unit.hi[axis + 1]):
+                assert rlo - TOL <= t.cmd[axis + 1] <= rhi + TOL
+    # a torque pushing the same way as a large one already in the motors is cut back
+    t = make_tick((2.0, 2.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), wrench_of((0.0, 1.0, 0.0, 0.0)), wrench_of((0.0, 1.0, 0.0, 0.0)))
+    t.torque_est = (m.high[1], 0.0, 0.0)
+    unit.check(t)
+    assert t.cmd[1] < 0.0 and "body_rate" in constraint_names(t) | {"attitude"}
+
+
 # ---- the composed shield ---------------------------------------------------------------------
 anything = st.one_of(st.floats(-3, 3), st.sampled_from([float("nan"), float("inf"), -float("inf")]))
 

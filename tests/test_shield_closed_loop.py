@@ -31,15 +31,38 @@ def test_adversarial_policies_cause_no_violation(policy):
     assert res.mode_ticks.get("backup_hold", 0) > 0  # the shield was really exercised
 
 
+SLOW_CORNER = {"motor_time_constant_range_s": (0.1, 0.15), "action_latency_steps_range": (1, 1)}
+"""The slow end of the training's randomization: where the backup tuned for 0.05 s motors oscillated."""
+
+
+@pytest.mark.parametrize("policy, ranges", [("adversary", None), ("random", SLOW_CORNER)], ids=["adversary-full-range", "random-slow-motors"])
+def test_randomized_robot_causes_no_violation(policy, ranges):
+    """The training's domain randomization (mass, inertia, k_f, motor lag, disturbances, latency):
+    the shield, designed for the slowest motor and a step of latency, still keeps every episode
+    inside the fence, the altitude band and clear of the boxes."""
+    res = safety_eval.run(policy, episodes=30, episode_s=3.0, seed=3, randomize=True, randomization=ranges)
+    assert res.violations == 0, res.summary()
+    assert res.mode_ticks.get("backup_hold", 0) > 0
+
+
 def test_without_the_shield_the_adversary_does_violate():
     """The check is not vacuous: the same episodes without the shield break the constraints."""
     res = safety_eval.run("adversary", episodes=40, episode_s=3.0, seed=7, shielded=False)
     assert res.violations > 0
 
 
-def _sim(n, seed=0):
+SLOWEST_MOTORS = {
+    "mass_scale_range": (1.0, 1.0), "inertia_scale_range": (1.0, 1.0), "thrust_coefficient_scale_range": (1.0, 1.0),
+    "torque_coefficient_scale_range": (1.0, 1.0), "max_disturbance_force_n": 0.0, "max_disturbance_torque_nm": 0.0,
+    "motor_time_constant_range_s": (0.15, 0.15), "action_latency_steps_range": (1, 1),
+}
+"""The nominal robot with the slowest motors of the training's range and a step of latency."""
+
+
+def _sim(n, seed=0, ranges=None):
     world = load_world(safety_eval.DEFAULT_WORLD)
-    env = safety_eval.make_env("crazyflie-goto", n, device="cpu", cfg=safety_eval.eval_env_cfg(10.0), seed=seed)
+    cfg = safety_eval.eval_env_cfg(10.0, ranges is not None, ranges)
+    env = safety_eval.make_env("crazyflie-goto", n, device="cpu", cfg=cfg, seed=seed)
     cfg = load_shield_config()
     shields = [Shield(cfg, env.robot, world, 1.0) for _ in range(n)]
     return world, env, shields
@@ -52,16 +75,18 @@ def _state(env, i, stamp):
     )
 
 
-def test_backup_controller_flies_the_drone_stably():
-    """A NaN policy: the backup alone recovers from tilted, moving, spinning starts and holds."""
+@pytest.mark.parametrize("ranges", [None, SLOWEST_MOTORS], ids=["nominal", "slowest-motors-and-latency"])
+def test_backup_controller_flies_the_drone_stably(ranges):
+    """A NaN policy: the backup alone recovers from tilted, moving, spinning starts and holds,
+    with the nominal 0.05 s motors and with 0.15 s ones plus a step of latency (no oscillation)."""
     torch.set_num_threads(1)
     n = 16
     rng = np.random.default_rng(1)
-    world, env, shields = _sim(n)
+    world, env, shields = _sim(n, ranges=ranges)
     starts = np.tile([2.0, 2.3, 1.0], (n, 1))
     safety_eval.set_states(env, torch.arange(n), starts, rng, math.radians(30), 1.0, 3.0)
     nan = np.full(4, np.nan)
-    for k in range(300):
+    for k in range(300 if ranges is None else 450):  # 3 x slower motors settle a little later
         now = k * 0.01
         out = np.array([shields[i].step(ShieldInput(now, _state(env, i, now), nan, subgoal_w=starts[i])).actions for i in range(n)])
         env.step(torch.tensor(out, dtype=torch.float32))

@@ -1,13 +1,20 @@
 """The backup controller: hold a position, or land, with a cascaded PD controller.
 
 position error --P--> velocity reference (speed-limited) --P (+ bounded I on z)--> acceleration (tilt-limited)
---> thrust vector --> collective thrust + desired attitude --PD (geometric, Lee et al. 2010)-->
-body torques. Its output is the same command the policy produces: collective thrust (N) and
+--> thrust vector --> collective thrust + desired attitude --PD with a rate lead (geometric, Lee et
+al. 2010)--> body torques. Its output is the same command the policy produces: collective thrust (N) and
 body torques (N m), and the matching normalized actions. It is what the shield falls back to
 when the policy's command cannot be made safe (the simplex pattern).
 
 The small, bounded integral on the vertical velocity error removes the steady sag that a PD
 alone leaves when the mass or the thrust coefficient differ from the model.
+
+The attitude loop damps the body rate predicted ``rate_lead_s`` ahead, ``w + T dw/dt`` (dw/dt:
+the change of the measured rate over the last tick), rather than the rate itself: a lead
+against the motor lag and a step of actuation latency. Its gains are chosen for the whole
+motor time-constant range the training randomizes (0.02-0.15 s, with 0-1 step of latency;
+docs/safety.md): without the lead, an attitude gain that is fast with the nominal 0.05 s
+motors oscillates with 0.09-0.15 s ones, and one that is stable with those brakes too slowly.
 Plain floats throughout: one call costs a few microseconds. Call it once per control tick.
 """
 
@@ -28,6 +35,7 @@ class BackupController:
         self.kv = b.velocity_gain_per_s
         self.kr = b.attitude_gain_per_s2
         self.kw = b.rate_gain_per_s
+        self.lead = b.rate_lead_s
         self.max_speed = b.max_speed_mps
         self.tan_tilt = math.tan(math.radians(b.max_tilt_deg))
         self.min_thrust = b.min_thrust_fraction_of_weight * model.weight
@@ -42,8 +50,9 @@ class BackupController:
         self.reset()
 
     def reset(self) -> None:
-        """Forget the integral (call when the backup takes over)."""
+        """Forget the integral and the last body rate (call when the backup takes over)."""
         self.integral_z = 0.0
+        self.w_prev = None
 
     def command(self, p, v, r, w, target, land: bool = False) -> list[float]:
         """Wrench [thrust N, tau_x, tau_y, tau_z N m] that holds ``target`` (or lands below it).
@@ -67,16 +76,21 @@ class BackupController:
             vrx, vry, vrz = vrx * f, vry * f, vrz * f
         # velocity -> acceleration (+ a bounded integral: mass, thrust and disturbance errors), tilt limited
         ez = vrz - v[2]
-        iz = self.integral_z + self.ki * self.dt * ez
-        lim = self.i_max
-        iz = -lim if iz < -lim else lim if iz > lim else iz
-        self.integral_z = iz
-        ax = kv * (vrx - v[0])
-        ay = kv * (vry - v[1])
-        az = kv * ez + iz
         g = m.g
         az_lo = self.min_thrust / m.mass - g
         az_hi = self.max_thrust / m.mass - g
+        iz = self.integral_z + self.ki * self.dt * ez
+        lim = self.i_max
+        iz = -lim if iz < -lim else lim if iz > lim else iz
+        az = kv * ez + iz
+        # anti-windup: the integral does not grow while the thrust it asks for is saturated
+        # (it would keep pushing after a recovery from a fall or a climb, past the hold height)
+        if (az > az_hi and iz > self.integral_z) or (az < az_lo and iz < self.integral_z):
+            iz = self.integral_z
+            az = kv * ez + iz
+        self.integral_z = iz
+        ax = kv * (vrx - v[0])
+        ay = kv * (vry - v[1])
         if az < az_lo:
             az = az_lo
         elif az > az_hi:
@@ -133,9 +147,16 @@ class BackupController:
         jx, jy, jz = m.inertia
         wx, wy, wz = w[0], w[1], w[2]
         kr, kw = self.kr, self.kw
-        tx = jx * (-kr * erx - kw * wx) + (jz - jy) * wy * wz
-        ty = jy * (-kr * ery - kw * wy) + (jx - jz) * wz * wx
-        tz = jz * (-kr * erz - kw * wz) + (jy - jx) * wx * wy
+        # the rate damped: the one predicted rate_lead_s ahead from the last tick's change (lead)
+        wp = self.w_prev
+        self.w_prev = (wx, wy, wz)
+        if wp is not None:
+            c = self.lead / self.dt
+            wx, wy, wz = wx + c * (wx - wp[0]), wy + c * (wy - wp[1]), wz + c * (wz - wp[2])
+        w0, w1, w2 = w[0], w[1], w[2]
+        tx = jx * (-kr * erx - kw * wx) + (jz - jy) * w1 * w2
+        ty = jy * (-kr * ery - kw * wy) + (jx - jz) * w2 * w0
+        tz = jz * (-kr * erz - kw * wz) + (jy - jx) * w0 * w1
         lo, hi = m.low, m.high
         tx = lo[1] if tx < lo[1] else hi[1] if tx > hi[1] else tx
         ty = lo[2] if ty < lo[2] else hi[2] if ty > hi[2] else ty

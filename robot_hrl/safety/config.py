@@ -28,6 +28,9 @@ class StoppingCfg(BaseModel):
     reaction_time_s: float = Field(ge=0.0, le=2.0, description="tick + motor lag + attitude swing before braking")
     vertical_reaction_time_s: float = Field(ge=0.0, le=2.0, description="tick + motor lag before braking vertically")
     brake_decel_fraction: float = Field(gt=0.0, le=1.0, description="fraction of the model's deceleration assumed")
+    thrust_fraction: float = Field(gt=0.0, le=1.0, description="the weakest robot's thrust-to-weight, as a fraction of the model's")
+    motor_time_constant_s: float = Field(gt=0.0, le=1.0, description="motor lag the predictions assume (the slowest motor designed for)")
+    actuation_latency_s: float = Field(ge=0.0, le=0.5, description="delay between a command and the motors, on top of one tick")
 
 
 class SubgoalCfg(BaseModel):
@@ -68,6 +71,7 @@ class LimitsCfg(BaseModel):
     max_thrust_n: float = Field(gt=0.0)
     max_action_slew_per_s: float = Field(gt=0.0)
     tilted_yaw_torque_fraction: float = Field(ge=0.0, le=1.0)
+    motor_counter_torque_fraction: float = Field(ge=0.0, le=1.0, description="counter-torque (fraction of the range) assumed to cancel the torque in the motors")
 
     @model_validator(mode="after")
     def _ordered(self) -> "LimitsCfg":
@@ -122,6 +126,7 @@ class BackupCfg(BaseModel):
     velocity_gain_per_s: float = Field(gt=0.0)
     attitude_gain_per_s2: float = Field(gt=0.0)
     rate_gain_per_s: float = Field(gt=0.0)
+    rate_lead_s: float = Field(ge=0.0, le=0.1, description="the rate term acts on the rate predicted this far ahead (lead)")
     velocity_integral_gain_per_s2: float = Field(ge=0.0)
     integral_limit_mps2: float = Field(ge=0.0)
     yaw_torque_fraction: float = Field(gt=0.0, le=1.0)
@@ -133,6 +138,7 @@ class BackupCfg(BaseModel):
     touchdown_altitude_m: float = Field(ge=0.0)
     land_timeout_s: float = Field(gt=0.0)
     recover_s: float = Field(ge=0.0)
+    hold_inset_m: float = Field(ge=0.0, le=0.5, description="the hold target keeps this far inside the fence and altitude band")
 
 
 class ShieldConfig(BaseModel):

@@ -41,6 +41,10 @@ class DynamicsModel:
         self.inertia = tuple(float(v) for v in robot.inertia_kgm2)
         self.dt = 1.0 / control_rate_hz
         self.motor_tau = robot.motor_time_constant_s
+        """The robot model's motor time constant, s (dead reckoning: the best estimate)."""
+        self.design_motor_tau = cfg.stopping.motor_time_constant_s
+        """The motor time constant the safety predictions assume (the slowest motor designed for), s."""
+        self.latency = cfg.stopping.actuation_latency_s
         self.spec = goto_action_spec(robot)
         low, high = action_bounds(self.spec)
         self.low = tuple(float(v) for v in low)
@@ -49,8 +53,8 @@ class DynamicsModel:
         self.max_total_thrust = robot.max_total_thrust_n
         self.reaction_time = cfg.stopping.reaction_time_s
         self.vertical_reaction_time = cfg.stopping.vertical_reaction_time_s
-        self.tilt_lag = self.motor_tau + self.dt
-        """Time before a new torque command takes effect (motor lag + one tick), s."""
+        self.tilt_lag = self.design_motor_tau + self.dt + self.latency
+        """Time before a new torque command takes effect (design motor lag + one tick + latency), s."""
         self.tilt_alpha = 0.5 * self.high[1] / max(self.inertia[0], self.inertia[1])
         """Angular deceleration (roll/pitch) with half the torque range, rad/s^2."""
         frac = cfg.stopping.brake_decel_fraction
@@ -59,8 +63,10 @@ class DynamicsModel:
         backup_min_thrust = cfg.backup.min_thrust_fraction_of_weight * self.weight
         # horizontal: thrust tilted by the backup's tilt limit while holding altitude
         self.brake_horizontal = frac * self.g * math.tan(tilt)
-        # stopping a descent: the most upward acceleration the backup commands
-        self.brake_up = frac * (backup_max_thrust * math.cos(tilt) / self.mass - self.g)
+        # stopping a descent: the most upward acceleration the backup commands, with the weakest
+        # robot designed for (thrust_fraction: heavier and weaker motors than the model)
+        weak = cfg.stopping.thrust_fraction
+        self.brake_up = frac * (weak * backup_max_thrust * math.cos(tilt) / self.mass - self.g)
         # stopping a climb: thrust down to the backup's minimum
         self.brake_down = frac * (self.g - backup_min_thrust / self.mass)
         if self.brake_up <= 0.0:

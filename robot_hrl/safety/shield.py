@@ -117,8 +117,10 @@ class Shield:
         self.log: deque[Intervention] = deque(maxlen=self.LOG_SIZE)
         self._tick = Tick()
         self._tick.dt = self.model.dt
-        self._motor_k = self.model.dt / (self.model.motor_tau + self.model.dt)
+        self._motor_k = self.model.dt / (self.model.design_motor_tau + self.model.dt)
+        """Thrust estimate: first-order lag of the outputs with the design (slowest) motor time constant."""
         self._recover_s = config.backup.recover_s
+        self._hold_inset = config.backup.hold_inset_m
         self._touchdown = config.backup.touchdown_altitude_m
         self._touchdown_speed = 1.5 * config.backup.land_speed_mps
         """Landed: within touchdown_altitude_m of the floor and no faster than this (m/s)."""
@@ -150,6 +152,11 @@ class Shield:
             problems.append(f"limits.max_thrust_n {cfg.limits.max_thrust_n} exceeds the robot's maximum thrust {robot.max_total_thrust_n:.4f} N")
         if cfg.limits.min_thrust_n >= robot.weight_n:
             problems.append(f"limits.min_thrust_n {cfg.limits.min_thrust_n} N would not let the robot descend (weight {robot.weight_n:.4f} N)")
+        if cfg.stopping.motor_time_constant_s < robot.motor_time_constant_s - 1e-12:
+            problems.append(
+                f"stopping.motor_time_constant_s {cfg.stopping.motor_time_constant_s} s is faster than the robot model's "
+                f"{robot.motor_time_constant_s} s (the predictions must assume the slowest motor, not a faster one)"
+            )
         if problems:
             raise ConfigError("the shield config does not fit the robot: " + "; ".join(problems))
 
@@ -187,6 +194,7 @@ class Shield:
         self._safe_since: float | None = None
         self._prev = [self.robot.weight_n, 0.0, 0.0, 0.0]
         self._thrust_est = self.robot.weight_n
+        self._torque_est = (0.0, 0.0, 0.0)
         self._last_state = None
         self.predictor.valid = False
 
@@ -270,6 +278,7 @@ class Shield:
             t.has_state = False
         t.prev = self._prev
         t.thrust_est = self._thrust_est
+        t.torque_est = self._torque_est
         # --- the policy's command, as a wrench (the contract's mapping clips to [-1, 1])
         if output_finite:
             lo, hs = m.low, m.half_span
@@ -307,7 +316,10 @@ class Shield:
                 t.interventions.append(item)
         # --- bookkeeping
         self._prev = out
-        self._thrust_est += (out[0] - self._thrust_est) * self._motor_k
+        k = self._motor_k
+        self._thrust_est += (out[0] - self._thrust_est) * k
+        te = self._torque_est
+        self._torque_est = (te[0] + (out[1] - te[0]) * k, te[1] + (out[2] - te[1]) * k, te[2] + (out[3] - te[2]) * k)
         if t.predicted:
             self.predictor.step(out)
         self.ticks += 1
@@ -381,11 +393,13 @@ class Shield:
         return "backup_hold"
 
     def safe_position(self, p) -> list[float]:
-        """``p`` brought inside the fence and altitude band and out of the obstacles' stop zones."""
+        """``p`` brought inside the fence and altitude band (``backup.hold_inset_m`` further in, room
+        for the backup's own overshoot) and out of the obstacles' stop zones."""
         g, a = self.geofence, self.altitude
-        x = min(max(p[0], g.x_lo), g.x_hi)
-        y = min(max(p[1], g.y_lo), g.y_hi)
-        z = min(max(p[2], a.z_lo), a.z_hi)
+        d = self._hold_inset
+        x = min(max(p[0], g.x_lo + d), g.x_hi - d)
+        y = min(max(p[1], g.y_lo + d), g.y_hi - d)
+        z = min(max(p[2], a.z_lo + d), a.z_hi - d)
         for box in self.obstacles.stop_boxes:
             if box[0] < x < box[3] and box[1] < y < box[4] and box[2] < z < box[5]:
                 # out through the nearest side face that stays inside the fence

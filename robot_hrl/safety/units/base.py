@@ -23,7 +23,7 @@ class Tick:
 
     __slots__ = (
         "now", "dt", "has_state", "predicted", "p", "v", "r", "w",
-        "cmd", "policy", "prev", "thrust_est", "policy_valid",
+        "cmd", "policy", "prev", "thrust_est", "torque_est", "policy_valid",
         "reject_unit", "reject_constraint", "reject_detail",
         "hold_unit", "hold_constraint", "land_unit", "land_constraint", "motors_off",
         "interventions", "landing", "stop_box",
@@ -49,6 +49,8 @@ class Tick:
         """Last tick's output wrench."""
         self.thrust_est = 0.0
         """Estimate of the thrust the motors produce now (first-order lag of past outputs)."""
+        self.torque_est = (0.0, 0.0, 0.0)
+        """Estimate of the body torques the motors produce now (same lag), N m."""
         self.policy_valid = True
         self.landing = False
         self.clear()

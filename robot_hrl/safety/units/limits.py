@@ -8,8 +8,13 @@ In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
 2. ``actuator_slew``: each normalized action moves at most ``max_action_slew_per_s * dt`` from
    the previous output.
 3. ``body_rate``: per axis, the rate predicted after the torque acts for
-   ``body_rate_horizon_s``, ``w + h tau / J``, stays within the rate limits (a box on tau).
-4. ``attitude``: the tilt rate after the torque acts for ``attitude_horizon_s`` must be one
+   ``body_rate_horizon_s``, ``w + c + h tau / J``, stays within the rate limits (a box on tau).
+   ``c`` is the rate the torque already in the motors still adds while the motors turn it into
+   a counter-torque (:meth:`LimitsUnit.carried_rate`; the motor torque is
+   estimated as a lag of past outputs with ``stopping.motor_time_constant_s``, the slowest motor
+   designed for): with slow motors a torque keeps acting long after it is withdrawn. Roll and pitch only: they tilt the thrust
+   axis the stopping argument rests on; the yaw rate does not, and its limit keeps ``c = 0``.
+4. ``attitude``: the tilt rate after the torque acts for ``attitude_horizon_s`` (plus ``c``) must be one
    the robot can stop (motor lag, then half its torque authority) before ``max_tilt_deg``
    (a half-plane on (tau_x, tau_y)); the torque is projected onto it, and the yaw torque is
    bounded by ``tilted_yaw_torque_fraction`` of its range (roll and pitch get the mixer first).
@@ -53,8 +58,25 @@ class LimitsUnit(ShieldUnit):
         self.tilted_yaw = lim.tilted_yaw_torque_fraction * model.high[3]
         self.tilt_lag = model.tilt_lag
         self.tilt_alpha = model.tilt_alpha
+        self.motor_tau = model.design_motor_tau
+        f = lim.motor_counter_torque_fraction
+        self.counter_torque = (f * model.high[1], f * model.high[2])
+        """The counter-torque the motor torque is assumed to decay toward, N m (0: toward zero)."""
         self.max_speed = lim.max_speed_mps
         self.speed_h = lim.speed_horizon_s
+
+    def carried_rate(self, torque: float, axis: int) -> float:
+        """Rate (rad/s) that ``torque``, already in the motors, still adds about ``axis`` (0 roll,
+        1 pitch) while the motors turn it into the counter-torque c (``motor_counter_torque_fraction``
+        of the range) with the design time constant T: the motor torque -c + (torque + c) e^(-t/T)
+        (torque >= 0) crosses zero at t0 = T ln(1 + torque/c); its integral up to t0 is
+        T (torque - c ln(1 + torque/c)), divided by the inertia. c = 0: it decays to zero, T torque / J."""
+        c = self.counter_torque[axis]
+        a = torque if torque >= 0.0 else -torque
+        if c > 0.0:
+            a -= c * math.log1p(a / c)
+        add = self.motor_tau * a / self.m.inertia[axis]
+        return add if torque >= 0.0 else -add
 
     # ---- the individual constraints (also used by the property tests) ---------------------
     def rate_box(self, w, axis: int) -> tuple[float, float]:
@@ -134,7 +156,9 @@ class LimitsUnit(ShieldUnit):
             tick.record(self, "actuator_slew", before, tuple(cmd))
         if not tick.has_state:
             return
-        w = tick.w
+        # the rate the torque already in the motors still adds (slow motors keep pushing)
+        tw, ce = tick.w, tick.torque_est
+        w = (tw[0] + self.carried_rate(ce[0], 0), tw[1] + self.carried_rate(ce[1], 1), tw[2])
         # 3. body rate: box on each torque, inside the slew box if possible, else the range
         box_lo = [0.0, 0.0, 0.0]
         box_hi = [0.0, 0.0, 0.0]
