@@ -330,12 +330,16 @@ def test_skill_node_loop_ticks_publishes_and_restores_the_gc(gc_state, margin_us
     assert gc.isenabled()
 
 
-def test_skill_node_params_file_matches_the_node_defaults(repo_root):
+def test_skill_node_params_file_matches_the_node_defaults_but_the_spin_margin(repo_root):
+    import dataclasses
+
     from robot_hrl.nodes.args import load_params_file
 
     p = load_params_file(repo_root / "launch" / "params" / "navigation.yaml", "skill_node")
-    assert LoopTiming.from_params(p["spin_margin_us"], p["gc_after_tick"], p["cpu_affinity"],
-                                  p["realtime_dds_threads"]) == LoopTiming()
+    shipped = LoopTiming.from_params(p["spin_margin_us"], p["gc_after_tick"], p["cpu_affinity"], p["realtime_dds_threads"])
+    assert dataclasses.replace(shipped, spin_margin_s=LoopTiming.spin_margin_s) == LoopTiming()
+    # the launch's margin is tuned for the contract's 100 Hz: a fifth of the period, leaving it mostly asleep
+    assert LoopTiming.spin_margin_s < shipped.spin_margin_s <= 0.2 * 0.01
 
 
 def test_cpu_affinity_out_of_range_warns_and_runs_unpinned(gc_state):
