@@ -31,21 +31,32 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from robot_hrl.geometry import quat_from_euler_rpy  # noqa: E402
+from robot_hrl.nodes.deadline import LoopGc  # noqa: E402
 from robot_hrl.runtime import OnnxPolicy  # noqa: E402
 from robot_hrl.state import RobotState  # noqa: E402
 
 TARGETS_US = {"infer": ("p50", 20.0), "tick": ("p99", 100.0)}
 
 
-def measure(fn, iterations: int, warmup: int) -> np.ndarray:
-    for _ in range(warmup):
-        fn()
-    samples = np.empty(iterations, dtype=np.int64)
-    clock = time.perf_counter_ns
-    for i in range(iterations):
-        start = clock()
-        fn()
-        samples[i] = clock() - start
+def measure(fn, iterations: int, warmup: int, gc_after_tick: bool = True) -> np.ndarray:
+    """Microseconds per call. With ``gc_after_tick`` the garbage collector runs as in the skill node's loop
+    (robot_hrl.nodes.deadline.LoopGc: start-up objects frozen, the due collection right after a call,
+    outside the timed window); without it Python collects whenever an allocation crosses its threshold."""
+    loop_gc = LoopGc(after_tick=gc_after_tick)
+    loop_gc.start()
+    try:
+        for _ in range(warmup):
+            fn()
+            loop_gc.after_tick()
+        samples = np.empty(iterations, dtype=np.int64)
+        clock = time.perf_counter_ns
+        for i in range(iterations):
+            start = clock()
+            fn()
+            samples[i] = clock() - start
+            loop_gc.after_tick()
+    finally:
+        loop_gc.close()
     return samples / 1000.0
 
 
@@ -55,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=20000, help="timed calls per case (default 20000)")
     parser.add_argument("--warmup", type=int, default=2000, help="untimed calls first (default 2000)")
     parser.add_argument("--provider", default="cpu", help="execution provider (auto, tensorrt, cuda, cpu; default cpu)")
+    parser.add_argument("--gc-auto", action="store_true",
+                        help="Python's automatic garbage collection inside the timed calls (default: as the skill node runs, "
+                             "the due collection after each call)")
     args = parser.parse_args(argv)
     if args.iterations < 100 or args.warmup < 0:
         parser.error("--iterations must be >= 100 and --warmup >= 0")
@@ -88,11 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model     {args.model} ({args.model.stat().st_size / 1024:.1f} KiB), provider {policy.provider}")
     print(f"machine   {platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}, "
           f"onnxruntime {__import__('onnxruntime').__version__}, load average {os.getloadavg()[0]:.2f}")
-    print(f"samples   {args.iterations} timed calls per case after {args.warmup} warm-up calls; microseconds\n")
+    print(f"samples   {args.iterations} timed calls per case after {args.warmup} warm-up calls; microseconds; "
+          f"garbage collection {'automatic' if args.gc_auto else 'after each call, as the skill node loop'}\n")
     print(f"{'case':<17}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>10}{'mean':>9}")
     failed = []
     for name, fn in cases.items():
-        us = measure(fn, args.iterations, args.warmup)
+        us = measure(fn, args.iterations, args.warmup, gc_after_tick=not args.gc_auto)
         p50, p99, p999 = np.percentile(us, [50, 99, 99.9])
         print(f"{name:<17}{p50:9.1f}{p99:9.1f}{p999:9.1f}{us.max():10.1f}{us.mean():9.1f}")
         if name in TARGETS_US:
