@@ -75,6 +75,39 @@ def test_odometry_stops_hold_then_land_then_motors_off():
     assert out.mode != "motors_off"
 
 
+def test_dead_reckoning_starts_from_the_commands_sent_since_the_last_measurement():
+    # The odometry stops; for state_timeout_s the last measurement still counts as fresh and the
+    # policy keeps commanding (here a roll torque). When the state goes stale, the prediction must
+    # include those commands: it starts where the robot is now, not where it was measured.
+    s = make_shield()
+    hover = hover_actions(s)
+    roll = hover.copy()
+    roll[1] = 0.3  # a moderate roll torque, within the shield's limits
+    pos = np.array([2.0, 2.3, 1.0])
+    for k in range(50):
+        last = state_at(pos, k * DT)
+        s.step(ShieldInput(k * DT, last, hover, subgoal_w=pos))
+    sent = []
+    k = 50
+    while True:
+        out = s.step(ShieldInput(k * DT, last, roll, subgoal_w=pos))
+        if out.mode != "policy":
+            break
+        sent.append(out.wrench.copy())
+        k += 1
+    assert out.reason == "watchdog.stale_state" and len(sent) >= 3
+    # the same replay by hand: from the measured state, through every command sent since
+    from robot_hrl.safety.model import StatePredictor
+
+    ref = StatePredictor(s.model)
+    ref.reset(pos, [0, 0, 0], [1, 0, 0, 0], [0, 0, 0], [CRAZYFLIE_2X.weight_n, 0, 0, 0])
+    for wrench in sent:
+        ref.step(wrench)
+    ref.step(out.wrench)  # and this tick's backup command
+    assert s.predictor.w[0] > 0.1  # the roll the policy started is known to the dead reckoning
+    assert np.allclose(s.predictor.w, ref.w, atol=1e-9) and np.allclose(s.predictor.q, ref.q, atol=1e-9)
+
+
 def test_odometry_that_comes_back_during_the_hold_returns_control():
     s = make_shield()
     hover = hover_actions(s)

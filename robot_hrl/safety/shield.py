@@ -90,6 +90,8 @@ class Shield:
 
     LOG_SIZE = 10000
     """Interventions kept in :attr:`log` (oldest dropped); counters count them all."""
+    MAX_REPLAY_TICKS = 100
+    """Outputs kept for dead reckoning since the latest measured state (1 s at 100 Hz; the watchdog lands long before)."""
 
     def __init__(self, config: ShieldConfig, robot: QuadrotorParams, world, subgoal_radius_m: float, hardware_id: str | None = None):
         self._validate(config, robot)
@@ -118,6 +120,7 @@ class Shield:
         self._tick = Tick()
         self._tick.dt = self.model.dt
         self._motor_k = self.model.dt / (self.model.design_motor_tau + self.model.dt)
+        self._motor_k_best = self.model.dt / (self.model.motor_tau + self.model.dt)  # the dead reckoning's lag
         """Thrust estimate: first-order lag of the outputs with the design (slowest) motor time constant."""
         self._recover_s = config.backup.recover_s
         self._hold_inset = config.backup.hold_inset_m
@@ -196,6 +199,13 @@ class Shield:
         self._thrust_est = self.robot.weight_n
         self._torque_est = (0.0, 0.0, 0.0)
         self._last_state = None
+        self._last_stamp: float | None = None
+        self._sent_since_state: list = []
+        """Every output since the latest measured state arrived: dead reckoning replays them, so the
+        prediction starts where the robot is now, not where it was when the odometry went quiet."""
+        self._wrench_lag = [self.robot.weight_n, 0.0, 0.0, 0.0]
+        """The wrench the motors produce, first-order lag of the outputs with the robot model's motor time constant."""
+        self._wrench_lag_at_state = list(self._wrench_lag)
         self.predictor.valid = False
 
     # ---- subgoals -------------------------------------------------------------------------
@@ -264,12 +274,18 @@ class Shield:
             t.r = rotation_from_quat(q[0], q[1], q[2], q[3])
             t.w = w
             self._last_state = (p, v, q, w)
+            if stamp != self._last_stamp:  # a new measurement (not the same one, growing older)
+                self._last_stamp = stamp
+                self._sent_since_state.clear()
+                self._wrench_lag_at_state = list(self._wrench_lag)
             self.predictor.valid = False
         elif self._last_state is not None:
             pr = self.predictor
             if not pr.valid:
                 lp, lv, lq, lw = self._last_state
-                pr.reset(lp, lv, lq, lw, self._prev)
+                pr.reset(lp, lv, lq, lw, self._wrench_lag_at_state)
+                for sent in self._sent_since_state:  # the commands sent since that measurement
+                    pr.step(sent)
             t.has_state = True
             t.predicted = True
             t.p, t.v, t.w = pr.p, pr.v, pr.w
@@ -320,8 +336,13 @@ class Shield:
         self._thrust_est += (out[0] - self._thrust_est) * k
         te = self._torque_est
         self._torque_est = (te[0] + (out[1] - te[0]) * k, te[1] + (out[2] - te[1]) * k, te[2] + (out[3] - te[2]) * k)
+        wl, kb = self._wrench_lag, self._motor_k_best
+        for i in range(4):
+            wl[i] += (out[i] - wl[i]) * kb
         if t.predicted:
             self.predictor.step(out)
+        elif len(self._sent_since_state) < self.MAX_REPLAY_TICKS:
+            self._sent_since_state.append(tuple(out))
         self.ticks += 1
         self.mode_ticks[mode] += 1
         self.mode = mode
