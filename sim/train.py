@@ -221,17 +221,22 @@ def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_p
     return done_its
 
 
-def make_eval_env(task: str, env_cfg_dict: dict, num_envs: int, device: str, seed: int):
-    """Evaluation env: the given config with the curriculum at its final values and the motor lag
+def evaluation_cfg(env_cfg_dict: dict) -> dict:
+    """A training env cfg as evaluations use it: the curriculum at its final values and the motor lag
     drawn from its whole range (not the training's part of it)."""
-    from sim.tasks import make_env
-
     cfg = copy.deepcopy(env_cfg_dict)
     if "curriculum" in cfg:
         cfg["curriculum"]["enabled"] = False
     if "motor_time_constant_train_range_s" in cfg.get("randomization", {}):
         cfg["randomization"]["motor_time_constant_train_range_s"] = None
-    return make_env(task, num_envs=num_envs, device=device, cfg=cfg, seed=seed)
+    return cfg
+
+
+def make_eval_env(task: str, env_cfg_dict: dict, num_envs: int, device: str, seed: int):
+    """Evaluation env of a training env cfg (see :func:`evaluation_cfg`)."""
+    from sim.tasks import make_env
+
+    return make_env(task, num_envs=num_envs, device=device, cfg=evaluation_cfg(env_cfg_dict), seed=seed)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,8 +285,7 @@ def run(args, argv: list[str] | None = None) -> int:
         if args.compile:
             base["physics"]["compile"] = True
         env_cfg_dict = GotoEnvCfg.from_dict(base).validate().to_dict()
-        eval_cfg = copy.deepcopy(env_cfg_dict)
-        eval_cfg["randomization"]["motor_time_constant_train_range_s"] = None  # judged on the whole motor-lag range
+        eval_cfg = evaluation_cfg(env_cfg_dict)
         _deep_update(eval_cfg, _json_arg(args.eval_env_cfg, "--eval-env-cfg"))
         eval_env_cfg_dict = GotoEnvCfg.from_dict(eval_cfg).validate().to_dict()
     elif args.env_cfg or args.eval_env_cfg or args.no_randomization or args.compile:
