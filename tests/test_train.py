@@ -71,10 +71,10 @@ def test_resume_continues_from_the_checkpoint(tiny_run, tmp_path):
     assert (out / "model_2.pt").is_file()
 
 
-def _train_to_target(run_dir, target: float, max_iterations: int, eval_interval: int) -> dict:
+def _train_to_target(run_dir, target: float, max_iterations: int, eval_interval: int, skip_margin: float = 1.0) -> dict:
     args = ["--num-envs", "32", "--max-iterations", str(max_iterations), "--eval-episodes", "8",
             "--eval-episodes-during-training", "8", "--eval-interval", str(eval_interval), "--no-progress", "--seed", "3",
-            "--target-success", str(target), "--run-dir", str(run_dir)]
+            "--target-success", str(target), "--eval-skip-margin", str(skip_margin), "--run-dir", str(run_dir)]
     assert main(args) == 0
     return json.loads((run_dir / "eval.json").read_text())
 
@@ -93,6 +93,19 @@ def test_target_success_not_reached_runs_every_iteration_and_says_so(tmp_path):
     assert result["iterations"] == 4 and result["target_reached"] is False
     assert [h["iteration"] for h in result["evaluations_during_training"]] == [1, 3]
     assert all(h["success_rate"] < 1.0 for h in result["evaluations_during_training"])
+
+
+def test_evaluations_are_skipped_while_the_training_episodes_are_far_from_the_target(tmp_path):
+    # an untrained policy's training episodes all crash (success 0, more than 0.3 under 1.0): of the
+    # evaluations due every iteration only every 5th runs
+    result = _train_to_target(tmp_path / "skip", 1.0, max_iterations=10, eval_interval=1, skip_margin=0.3)
+    assert result["iterations"] == 10 and result["target_reached"] is False
+    assert [h["iteration"] for h in result["evaluations_during_training"]] == [4, 9]
+
+
+def test_eval_skip_margin_outside_0_1_is_rejected(capsys):
+    assert main([*TINY, "--target-success", "0.9", "--eval-skip-margin", "-0.1"]) == 2
+    assert "--eval-skip-margin must be in [0, 1]" in capsys.readouterr().err
 
 
 def test_eval_env_cfg_overrides_apply_to_evaluation_only(tmp_path):
@@ -128,7 +141,7 @@ def test_short_training_improves_the_return():
     returns: list[float] = []  # undiscounted returns of finished episodes, in order
     running = torch.zeros(env.num_envs)
     obs = env.get_observations()
-    for _ in range(10):
+    for _ in range(240 // runner.cfg["num_steps_per_env"]):  # 240 control steps: enough finished episodes
         with torch.inference_mode():
             for _ in range(runner.cfg["num_steps_per_env"]):
                 actions = runner.alg.act(obs)
