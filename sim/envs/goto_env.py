@@ -315,8 +315,8 @@ class GotoEnv(VecEnv):
         )
         keys = torch.tensor((self._next_key(NOISE_STREAM), self._next_key(RESET_STREAM)), dtype=torch.int32, device=self.device)
         (self._state, self._params_soa, self._latency, self.episode_length_buf, rewards, dones, dones_long, time_out, crashed, out,
-         distance, speed, success, rms, length, policy, critic, stats, _) = self._fused_control(
-            self._fused, raw.t().contiguous(), self._state, self._params_soa, self._latency, self.episode_length_buf, scalars, keys,
+         distance, speed, success, rms, length, policy, critic, stats, *_) = self._fused_control(
+            self._fused, raw, self._state, self._params_soa, self._latency, self.episode_length_buf, scalars, keys,
         )
         self.common_step_counter += 1
         dones, time_out, crashed, out, success = (t.view(torch.bool) for t in (dones, time_out, crashed, out, success))

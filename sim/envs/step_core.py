@@ -501,21 +501,25 @@ def observations_soa(
 
 
 def fused_control_step(
-    f: FusedConstants, raw_actions: torch.Tensor, state: torch.Tensor, params: torch.Tensor,
+    f: FusedConstants, actions: torch.Tensor, state: torch.Tensor, params: torch.Tensor,
     latency_steps: torch.Tensor, episode_length: torch.Tensor, scalars: torch.Tensor, keys: torch.Tensor,
 ):
     """One whole control step of ``GotoEnv`` on the structure-of-arrays state, resets included.
 
-    scalars: (disturbance scale of the step, action-rate weight, start-state scale of the resets,
+    actions: (N, 4) as the policy gives them (NaN/inf allowed). scalars: (disturbance scale of the step, action-rate weight, start-state scale of the resets,
     disturbance scale of the new observations); keys: int32 (noise key, reset key).
     Returns (state, params, latency steps, episode length after the resets, reward, dones, dones as
     long, time_out, crashed, out_of_bounds, distance, speed, success, rms, episode length at the end
-    of the step, policy, critic, episode statistics, observation rows); the flags as uint8 0/1
+    of the step, policy, critic, episode statistics, observation rows, action rows); the flags as uint8 0/1
     (``.view(torch.bool)`` makes them bool without a copy: inductor stores bool outputs lane by lane).
     The statistics are float sums over the finished episodes: (count, successes, crashes, out of
     bounds, final distance).
     """
-    s = physics_rows(f, raw_actions, state, params, latency_steps, episode_length, scalars[0], scalars[1])
+    # (4, N) action rows, returned so that they stay one buffer written by one tiled transpose (~0.1 ms at
+    # 65536 envs; the eager .t().contiguous() took 0.7 ms): read in place, the strided (N, 4) loads would
+    # stop inductor vectorizing the physics loop
+    action_rows = actions.t().contiguous()
+    s = physics_rows(f, action_rows, state, params, latency_steps, episode_length, scalars[0], scalars[1])
     done = s.dones
     index = torch.arange(state.shape[1], dtype=torch.int32, device=state.device)
     fresh_state, fresh_params, fresh_latency = reset_draws(f, keys[1], index, scalars[2])
@@ -533,4 +537,4 @@ def fused_control_step(
     return (torch.stack(new_state, dim=0), torch.stack(new_params, dim=0), new_latency,
             torch.where(done, 0, s.episode_length), s.reward, done.to(u8), done.long(), s.time_out.to(u8),
             s.crashed.to(u8), s.out_of_bounds.to(u8), s.distance, s.speed, s.success.to(u8), s.rms, s.episode_length,
-            policy_out, critic_out, stats, obs_rows)
+            policy_out, critic_out, stats, obs_rows, action_rows)
