@@ -2,10 +2,11 @@
 
 Same seed, same actions: the compiled path must give the eager path's observations, rewards,
 dones and episode-end values (to float tolerance), resets included, and be deterministic. The
-compiled path draws its observation noise from ``step_core.counter_gaussian`` (not from the
-env's generator), so the eager reference runs with ``noise_stream="counter"``: the same noise
-numbers and the same generator stream for the resets. The structure-of-arrays twins of the
-physics and the observation terms, and the noise generator, are checked without compiling.
+compiled path draws its observation noise (``step_core.counter_gaussian``) and its resets
+(``step_core.reset_draws``) from counter-based streams, not from the env's generator, so the eager
+reference runs with ``noise_stream="counter", reset_stream="counter"``: the same numbers. The
+structure-of-arrays twins of the physics and the observation terms, the noise generator and the
+reset draws (ranges, and the eager generator's distributions) are checked without compiling.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ def _rollout(compile_step: bool, n: int = 8, steps: int = 40, uncompiled_graphs:
     cfg = GotoEnvCfg()
     cfg.physics.compile = compile_step
     cfg.command.episode_length_s = 0.15  # time-outs every 15 steps: resets inside the rollout
-    env = GotoEnv(cfg, num_envs=n, seed=3, noise_stream="counter")
-    if uncompiled_graphs:  # the fused functions run eagerly: the same code, no compilation
-        env._fused_step, env._fused_observations = step_core.fused_step, step_core.fused_observations
+    env = GotoEnv(cfg, num_envs=n, seed=3, noise_stream="counter", reset_stream="counter")
+    if uncompiled_graphs:  # the fused function runs eagerly: the same code, no compilation
+        env._fused_control = step_core.fused_control_step
     gen = torch.Generator().manual_seed(0)
     out = []
     for i in range(steps):
@@ -128,7 +129,7 @@ def test_compiled_env_state_attributes_write_through():
     cfg = GotoEnvCfg()
     cfg.physics.compile = True
     env = GotoEnv(cfg, num_envs=4, seed=0)
-    env._fused_step, env._fused_observations = step_core.fused_step, step_core.fused_observations
+    env._fused_control = step_core.fused_control_step
     env.position_w[1] = torch.tensor([0.5, -0.5, 3.0])
     env.goal_w[1] = torch.tensor([0.5, -0.5, 3.0])
     env.linear_velocity_w[1] = 0.0
@@ -146,4 +147,123 @@ def test_noise_stream_choice():
     cfg.physics.compile = True
     with pytest.raises(Exception, match="noise_stream"):
         GotoEnv(cfg, num_envs=2, seed=0, noise_stream="generator")
-    assert GotoEnv(num_envs=2, seed=0).noise_stream == "generator" and GotoEnv(cfg, num_envs=2, seed=0).noise_stream == "counter"
+    with pytest.raises(Exception, match="reset_stream"):
+        GotoEnv(cfg, num_envs=2, seed=0, reset_stream="generator")
+    with pytest.raises(Exception, match="reset_stream"):
+        GotoEnv(num_envs=2, seed=0, reset_stream="philox")
+    eager, compiled = GotoEnv(num_envs=2, seed=0), GotoEnv(cfg, num_envs=2, seed=0)
+    assert (eager.noise_stream, eager.reset_stream) == ("generator", "generator")
+    assert (compiled.noise_stream, compiled.reset_stream) == ("counter", "counter")
+
+
+def _wide_randomization() -> GotoEnvCfg:
+    cfg = GotoEnvCfg()
+    r = cfg.randomization
+    r.mass_scale_range = (0.8, 1.3)
+    r.motor_time_constant_range_s = (0.02, 0.15)
+    r.motor_time_constant_train_range_s = None
+    r.action_latency_steps_range = (1, 3)
+    return cfg
+
+
+def _counter_draws(env: GotoEnv, n: int, start_scale: float):
+    key = torch.tensor(step_core.counter_key(7, 0, step_core.RESET_STREAM), dtype=torch.int32)
+    state, params, latency = step_core.reset_draws(env._fused, key, torch.arange(n, dtype=torch.int32), torch.tensor(start_scale))
+    return torch.stack(state), torch.stack(params), latency
+
+
+def _quantities(state: torch.Tensor, params: torch.Tensor) -> dict[str, torch.Tensor]:
+    L = step_core.StateLayout
+    pos, quat, vel, omega, goal = state[L.POS], state[L.QUAT], state[L.VEL], state[L.OMEGA], state[L.GOAL]
+    return {
+        "x": pos[0], "z": pos[2], "tilt": torch.acos((1 - 2 * (quat[1] ** 2 + quat[2] ** 2)).clamp(-1, 1)),
+        "yaw": torch.atan2(2 * (quat[0] * quat[3] + quat[1] * quat[2]), 1 - 2 * (quat[2] ** 2 + quat[3] ** 2)),
+        "speed": vel.norm(dim=0), "vel_z": vel[2], "omega_x": omega[0], "goal_distance": (goal - pos).norm(dim=0),
+        "goal_dz": goal[2] - pos[2], "mass": params[0], "inertia_y": params[2], "kf": params[4], "ktau": params[5],
+        "log_tau": params[6].log(), "force": params[7:10].norm(dim=0), "force_z": params[9], "torque_z": params[12],
+        "rpm": state[L.RPM.start],
+    }
+
+
+@pytest.mark.parametrize("start_scale", [1.0, 0.3])
+def test_counter_reset_draws_follow_the_configured_distributions(start_scale):
+    """The compiled path's reset draws: inside the configured ranges and distributed as the eager generator's."""
+    cfg = _wide_randomization()
+    env = GotoEnv(cfg, num_envs=1, seed=0)
+    n = 40000
+    state, params, latency = _counter_draws(env, n, start_scale)
+    r, cmd = cfg.randomization, cfg.command
+
+    def inside(t, lo, hi, reach=True):  # inside [lo, hi]; reach: comes within 1 % of both ends
+        span = hi - lo
+        ok = t.min().item() >= lo - 1e-6 and t.max().item() <= hi + 1e-6
+        return ok and (not reach or (t.min().item() < lo + 0.01 * span and t.max().item() > hi - 0.01 * span))
+
+    q = _quantities(state, params)
+    assert inside(q["mass"], 0.8, 1.3) and inside(q["inertia_y"], *r.inertia_scale_range)
+    assert inside(q["kf"], *r.thrust_coefficient_scale_range) and inside(q["ktau"], *r.torque_coefficient_scale_range)
+    assert inside(params[6], 0.02, 0.15) and inside(q["force"], 0.0, r.max_disturbance_force_n)
+    assert inside(params[10:13].flatten(), -r.max_disturbance_torque_nm, r.max_disturbance_torque_nm)
+    counts = torch.bincount(latency, minlength=4)
+    assert latency.dtype == torch.long and counts[0] == 0 and (counts[1:] - n / 3).abs().max() < 0.02 * n
+    assert inside(state[0:2].flatten(), -cmd.spawn_xy_half_extent_m, cmd.spawn_xy_half_extent_m)
+    assert inside(q["z"], *cmd.spawn_height_range_m)
+    assert torch.allclose(state[3:7].norm(dim=0), torch.ones(n), atol=1e-5)
+    assert inside(q["tilt"], 0.0, cmd.max_initial_tilt_rad * start_scale)
+    assert inside(q["speed"], 0.0, cmd.max_initial_speed_mps * start_scale)
+    assert inside(state[10:13].flatten(), -cmd.max_initial_body_rate_radps * start_scale, cmd.max_initial_body_rate_radps * start_scale)
+    assert inside(q["goal_distance"], 0.0, cmd.subgoal_radius_m, reach=False) and q["goal_distance"].max() > 0.99 * cmd.subgoal_radius_m and (state[19] >= cmd.min_goal_height_m - 1e-6).all()
+    hover = torch.sqrt(env.k.mass_kg * params[0] * cfg.physics.gravity_mps2 / (4 * env.k.thrust_coefficient * params[4]))
+    assert torch.allclose(state[13:17], hover.expand(4, n), rtol=1e-5)
+    # the same distributions as the eager path's generator draws (quantiles of every drawn quantity)
+    g_state, g_params, g_latency = env._generator_reset_draws(n, start_scale)
+    g = _quantities(g_state, g_params)
+    probs = torch.linspace(0.05, 0.95, 19)
+    for name, values in q.items():
+        a, b = torch.quantile(values.double(), probs.double()), torch.quantile(g[name].double(), probs.double())
+        spread = (torch.quantile(g[name].double(), 0.99) - torch.quantile(g[name].double(), 0.01)).item()
+        assert (a - b).abs().max().item() < 0.02 * spread, (name, (a - b).abs().max().item(), spread)
+    assert (torch.bincount(g_latency, minlength=4) - counts).abs().max() < 0.02 * n
+
+
+def test_counter_reset_draws_are_per_environment_and_keyed():
+    env = GotoEnv(num_envs=1, seed=0)
+    state, params, latency = _counter_draws(env, 64, 1.0)
+    ids = torch.tensor([5, 17, 63], dtype=torch.int32)
+    key = torch.tensor(step_core.counter_key(7, 0, step_core.RESET_STREAM), dtype=torch.int32)
+    sub = step_core.reset_draws(env._fused, key, ids, torch.tensor(1.0))
+    assert torch.equal(torch.stack(sub[0]), state[:, ids.long()]) and torch.equal(sub[2], latency[ids.long()])
+    other = step_core.reset_draws(env._fused, torch.tensor(step_core.counter_key(7, 1, step_core.RESET_STREAM), dtype=torch.int32),
+                                  ids, torch.tensor(1.0))
+    assert not torch.equal(torch.stack(other[0]), torch.stack(sub[0]))
+    assert step_core.counter_key(7, 0, step_core.RESET_STREAM) != step_core.counter_key(7, 0, step_core.NOISE_STREAM)
+    assert step_core.counter_key(7, 3) == step_core.noise_key(7, 3)
+
+
+def test_compiled_path_resets_stay_inside_configured_ranges():
+    """A compiled env (its fused function run eagerly) after many crashes and resets; and nominal without randomization."""
+    cfg = _wide_randomization()
+    cfg.physics.compile = True
+    cfg.command.episode_length_s = 0.1  # time-outs every 10 steps
+    env = GotoEnv(cfg, num_envs=2048, seed=5)
+    env._fused_control = step_core.fused_control_step
+    ended = 0
+    for _ in range(30):
+        _, _, dones, extras = env.step(-torch.ones(2048, 4))
+        ended += int(dones.sum())
+        assert (env.episode_length_buf[dones.bool()] == 0).all() and (env.last_action[dones.bool()] == 0).all()
+    assert ended > 2048
+    p = env.params
+    assert p["mass_scale"].min() >= 0.8 - 1e-6 and p["mass_scale"].max() <= 1.3 + 1e-6
+    assert p["motor_time_constant_s"].min() >= 0.02 - 1e-6 and p["motor_time_constant_s"].max() <= 0.15 + 1e-6
+    assert set(p["action_latency_steps"].unique().tolist()) == {1, 2, 3}
+    cfg = GotoEnvCfg()
+    cfg.physics.compile = True
+    cfg.randomization.enabled = False
+    env = GotoEnv(cfg, num_envs=16, seed=6)
+    env._fused_control = step_core.fused_control_step
+    for _ in range(3):
+        env.step(-torch.ones(16, 4))
+    assert torch.all(env.params["mass_scale"] == 1) and torch.all(env.params["disturbance_force_w"] == 0)
+    assert torch.all(env.params["action_latency_steps"] == 0)
+    assert torch.allclose(env.params["motor_time_constant_s"], torch.tensor(env.k.motor_time_constant_s))

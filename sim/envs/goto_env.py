@@ -27,7 +27,9 @@ from sim.envs.goto_env_cfg import GotoEnvCfg
 from sim.envs.math_utils import quat_from_rotvec, quat_mul
 from sim.envs.randomization import sample_parameters
 from sim.envs import step_core
-from sim.envs.step_core import FusedConstants, StateLayout, StepConstants, control_step, fused_observations, fused_step
+from sim.envs.step_core import (
+    NOISE_STREAM, RESET_STREAM, FusedConstants, ResetConstants, StateLayout, StepConstants, control_step, fused_control_step,
+)
 from sim.envs.terms import observations as obs_terms
 from sim.envs.terms import terminations as term_terms
 
@@ -35,17 +37,60 @@ PRIVILEGED_SIZE = 18
 """mass, inertia (3), k_f, k_tau, motor tau, latency, force (3), torque (3), rotor speeds (4)."""
 
 
+class _SoaView:
+    """An (N, k) state attribute (``env.position_w``, ...): a plain tensor on the eager path; on the compiled
+    path a view of rows of the structure-of-arrays state, made on access: the compiled step returns a new
+    state tensor every step, and rebinding every view after each step cost ~40 us of Python per step.
+    Indexed writes (``env.position_w[ids] = ...``) write through to the state."""
+
+    def __init__(self, view):
+        self.view = view
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, env, owner=None):
+        if env is None:
+            return self
+        d = env.__dict__
+        return d[self.name] if d.get("_state") is None else self.view(env)
+
+    def __set__(self, env, value) -> None:
+        env.__dict__[self.name] = value
+
+
+def _rows_view(rows: slice) -> _SoaView:
+    return _SoaView(lambda env: env._state[rows].t())
+
+
 class GotoEnv(VecEnv):
     """Batched quadrotor go-to-goal task on CPU or CUDA."""
 
+    position_w = _rows_view(StateLayout.POS)
+    quat_wxyz = _rows_view(StateLayout.QUAT)
+    linear_velocity_w = _rows_view(StateLayout.VEL)
+    angular_velocity_b = _rows_view(StateLayout.OMEGA)
+    rotor_rpm = _rows_view(StateLayout.RPM)
+    goal_w = _rows_view(StateLayout.GOAL)
+    last_action = _rows_view(StateLayout.LAST_ACTION)
+    _sq_error_sum = _SoaView(lambda env: env._state[StateLayout.SQ_ERROR.start])
+    action_buffer = _SoaView(lambda env: env._state[StateLayout.BUFFER_START:].view(env._fused.latency_slots, 4, env.num_envs).permute(2, 0, 1))
+    params = _SoaView(lambda env: {**{key: env._params_soa[rows].t() for key, rows in StateLayout.PARAMS},
+                                   "action_latency_steps": env._latency})
+    """Randomized parameters: (N, k) tensors by name, and "action_latency_steps" (N,) long."""
+
     def __init__(
         self, cfg: GotoEnvCfg | None = None, num_envs: int = 1024, device: str | torch.device = "cpu", seed: int | None = None,
-        noise_stream: str | None = None,
+        noise_stream: str | None = None, reset_stream: str | None = None,
     ):
         """``noise_stream``: where the observation noise comes from: ``"generator"`` (torch.randn on the env's
         generator, the eager default) or ``"counter"`` (``step_core.counter_gaussian``, keyed by the seed and a
         draw counter: the compiled default, see step_core). Both are N(0, std^2) per term; they differ in
-        the random stream (with "counter" the env's generator serves only the resets)."""
+        the random stream. ``reset_stream``: the same choice for the reset draws (start states, goals,
+        parameters): ``"generator"`` (the eager default) or ``"counter"`` (``step_core.reset_draws``, one
+        draw per step for every environment, kept where an episode ended: the compiled default). Both
+        follow the configured distributions; with both "counter" the env's generator is not used and the
+        eager step gives the compiled step's numbers."""
         self.cfg = (cfg or GotoEnvCfg()).validate()
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -124,12 +169,33 @@ class GotoEnv(VecEnv):
             raise ConfigError(f"noise_stream must be 'generator' or 'counter', got {noise_stream!r}")
         if self.compiled and noise_stream != "counter":
             raise ConfigError("the compiled step (physics.compile) draws its observation noise with noise_stream='counter'")
-        self.noise_stream = noise_stream
-        self._noise_draws = 0
+        if reset_stream is None:
+            reset_stream = "counter" if self.compiled else "generator"
+        if reset_stream not in ("generator", "counter"):
+            raise ConfigError(f"reset_stream must be 'generator' or 'counter', got {reset_stream!r}")
+        if self.compiled and reset_stream != "counter":
+            raise ConfigError("the compiled step (physics.compile) draws its resets with reset_stream='counter'")
+        self.noise_stream, self.reset_stream = noise_stream, reset_stream
+        self._draws = {NOISE_STREAM: 0, RESET_STREAM: 0}
         self._noise_columns = [i for i, s in enumerate(stds) if s > 0.0] if self._noise_std is not None else []
         k = self.k
+        cmd = c.command
         self._fused = FusedConstants(
-            step=self._constants, max_episode_length=self.max_episode_length, latency_slots=int(self.action_buffer.shape[1]),
+            step=self._constants,
+            reset=ResetConstants(
+                randomize=rcfg.enabled, mass_scale_range=tuple(rcfg.mass_scale_range), inertia_scale_range=tuple(rcfg.inertia_scale_range),
+                thrust_coefficient_scale_range=tuple(rcfg.thrust_coefficient_scale_range),
+                torque_coefficient_scale_range=tuple(rcfg.torque_coefficient_scale_range),
+                motor_time_constant_range_s=tuple(rcfg.motor_time_constant_train_range_s or rcfg.motor_time_constant_range_s),
+                nominal_motor_time_constant_s=float(self.k.motor_time_constant_s),
+                max_disturbance_force_n=rcfg.max_disturbance_force_n, max_disturbance_torque_nm=rcfg.max_disturbance_torque_nm,
+                action_latency_steps_range=tuple(int(v) for v in rcfg.action_latency_steps_range),
+                spawn_xy_half_extent_m=cmd.spawn_xy_half_extent_m, spawn_height_range_m=tuple(cmd.spawn_height_range_m),
+                max_initial_tilt_rad=cmd.max_initial_tilt_rad, max_initial_speed_mps=cmd.max_initial_speed_mps,
+                max_initial_body_rate_radps=cmd.max_initial_body_rate_radps, subgoal_radius_m=cmd.subgoal_radius_m,
+                min_goal_height_m=cmd.min_goal_height_m, gravity=c.physics.gravity_mps2,
+            ),
+            max_episode_length=self.max_episode_length, latency_slots=int(self.action_buffer.shape[1]),
             force_norm=max(rcfg.max_disturbance_force_n, 1e-9), torque_norm=max(rcfg.max_disturbance_torque_nm, 1e-12),
             motor_tau_norm=0.1, term_names=tuple(t.name for t in self.observation_terms),
             action_low=tuple(k.action_low.tolist()), action_high=tuple(k.action_high.tolist()),
@@ -150,17 +216,13 @@ class GotoEnv(VecEnv):
             if set(self.params) != soa_keys:
                 raise ConfigError(f"the compiled step stores the parameters {sorted(soa_keys)}; sample_parameters gives "
                                   f"{sorted(self.params)}: add the new ones to step_core.StateLayout.PARAMS")
-            self._state = torch.zeros((layout.rows, n), **f32)
-            self._state[layout.QUAT.start] = 1.0
-            self._state[layout.RPM] = self.k.hover_rpm
+            # (every row is written by the first reset below)
             self._params_soa = torch.zeros((layout.PARAM_ROWS, n), **f32)
-            for key, rows in layout.PARAMS:
-                self._params_soa[rows] = self.params[key].t()
-                self.params[key] = self._params_soa[rows].t()
-            self._bind_state_views()
-            # the whole control step but the resets as two fused graphs (see step_core); compiled on the first step
-            self._fused_step = torch.compile(fused_step, dynamic=False, fullgraph=True)
-            self._fused_observations = torch.compile(fused_observations, dynamic=False, fullgraph=True)
+            self._latency = torch.zeros(n, dtype=torch.long, device=dev)
+            self._state = torch.zeros((layout.rows, n), **f32)
+            # the whole control step, resets and observations included, as one fused graph (see step_core);
+            # compiled on the first step
+            self._fused_control = torch.compile(fused_control_step, dynamic=False, fullgraph=True)
         self._reset_idx(torch.arange(n, device=dev))
         self._obs = self._compute_observations()
 
@@ -235,54 +297,50 @@ class GotoEnv(VecEnv):
             log["/episode/crash_rate"] = crashed[done_ids].float().mean()
             log["/episode/out_of_bounds_rate"] = out[done_ids].float().mean()
             log["/episode/final_position_error_m"] = distance[done_ids].mean()
-            self._reset_idx(done_ids)
+        self._reset_idx(done_ids)  # (with reset_stream="counter" every step consumes a reset draw)
         return extras, done_ids
 
     def _step_compiled(self, actions) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
-        """``step`` with the fused graphs of step_core on the structure-of-arrays state: the eager step's
-        computation and random stream (with ``noise_stream="counter"``)."""
+        """``step`` as one fused graph (step_core.fused_control_step) on the structure-of-arrays state: the eager
+        step's computation and random stream (with ``noise_stream="counter", reset_stream="counter"``)."""
         raw = self._check_actions(actions)
-        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
-        dist_scale = curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress)
-        action_rate_weight = self.cfg.rewards.action_rate_weight * curriculum_terms.ramp(self.cfg.curriculum.action_rate_weight_scale, progress)
-        scalars = torch.tensor((dist_scale, action_rate_weight), dtype=torch.float32, device=self.device)
-        (self._state, self.episode_length_buf, rewards, dones, dones_long, time_out, crashed, out, distance, speed,
-         success, rms) = self._fused_step(
-            self._fused, raw.t().contiguous(), self._state, self._params_soa, self.params["action_latency_steps"], self.episode_length_buf, scalars,
+        cur, counter = self.cfg.curriculum, self.common_step_counter
+        progress = curriculum_terms.ramp_progress(cur, counter)
+        after = curriculum_terms.ramp_progress(cur, counter + 1)  # the resets and the new observations see the next step's
+        scalars = torch.tensor(
+            (curriculum_terms.ramp(cur.disturbance_scale, progress),
+             self.cfg.rewards.action_rate_weight * curriculum_terms.ramp(cur.action_rate_weight_scale, progress),
+             curriculum_terms.ramp(cur.initial_state_scale, after), curriculum_terms.ramp(cur.disturbance_scale, after)),
+            dtype=torch.float32, device=self.device,
         )
-        self._bind_state_views()
-        dones, time_out, crashed, out, success = (t.view(torch.bool) for t in (dones, time_out, crashed, out, success))
+        keys = torch.tensor((self._next_key(NOISE_STREAM), self._next_key(RESET_STREAM)), dtype=torch.int32, device=self.device)
+        (self._state, self._params_soa, self._latency, self.episode_length_buf, rewards, dones, dones_long, time_out, crashed, out,
+         distance, speed, success, rms, length, policy, critic, stats, *_) = self._fused_control(
+            self._fused, raw, self._state, self._params_soa, self._latency, self.episode_length_buf, scalars, keys,
+        )
         self.common_step_counter += 1
-        extras, _ = self._end_episodes(progress, dones, success, crashed, out, time_out, distance, speed, rms)
-        self._obs = self._observations_soa(self._fused_observations)
-        return self._obs, rewards, dones_long, extras
+        dones, time_out, crashed, out, success = (t.view(torch.bool) for t in (dones, time_out, crashed, out, success))
+        episode_end = {
+            "dones": dones, "success": success, "crashed": crashed, "out_of_bounds": out, "time_out": time_out,
+            "final_position_error_m": distance, "final_speed_mps": speed, "rms_position_error_m": rms, "episode_length": length,
+        }
+        log = {"/curriculum/progress": progress}
+        count = float(stats[0])  # (CPU: no device synchronization)
+        if count > 0:  # the eager step's means over the finished episodes
+            means = stats[1:] / count
+            (log["/episode/success_rate"], log["/episode/crash_rate"], log["/episode/out_of_bounds_rate"],
+             log["/episode/final_position_error_m"]) = means.unbind()
+        self._obs = self._observation_dict(policy, critic)
+        return self._obs, rewards, dones_long, {"time_outs": time_out, "episode_end": episode_end, "log": log}
 
-    def _observations_soa(self, fn) -> TensorDict:
-        """The observations of the structure-of-arrays state with ``fn`` (step_core.fused_observations, compiled or not)."""
-        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
-        dist_scale = curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress)
-        scale = torch.tensor(dist_scale, dtype=torch.float32, device=self.device)
-        policy, critic, _ = fn(self._fused, self._state, self._params_soa, self.params["action_latency_steps"], self._next_noise_key(), scale)
+    def _observation_dict(self, policy: torch.Tensor, critic: torch.Tensor) -> TensorDict:
         return TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)
 
-    def _next_noise_key(self) -> torch.Tensor:
-        key = step_core.noise_key(self.seed, self._noise_draws)
-        self._noise_draws += 1
-        return torch.tensor(key, dtype=torch.int32, device=self.device)
-
-    def _bind_state_views(self) -> None:
-        """Point the (N, k) state attributes at the rows of the structure-of-arrays state (compiled path)."""
-        s, L = self._state, StateLayout
-        self.position_w = s[L.POS].t()
-        self.quat_wxyz = s[L.QUAT].t()
-        self.linear_velocity_w = s[L.VEL].t()
-        self.angular_velocity_b = s[L.OMEGA].t()
-        self.rotor_rpm = s[L.RPM].t()
-        self.goal_w = s[L.GOAL].t()
-        self.last_action = s[L.LAST_ACTION].t()
-        self._sq_error_sum = s[L.SQ_ERROR.start]
-        slots = self._fused.latency_slots
-        self.action_buffer = s[L.BUFFER_START:L.BUFFER_START + 4 * slots].view(slots, 4, self.num_envs).permute(2, 0, 1)
+    def _next_key(self, stream: int) -> int:
+        """The int32 key of the next draw of a counter-based stream (step_core.NOISE_STREAM, RESET_STREAM)."""
+        key = step_core.counter_key(self.seed, self._draws[stream], stream)
+        self._draws[stream] += 1
+        return key
 
     # ---- internals ------------------------------------------------------------------------
     def _sanitize_actions(self, actions) -> torch.Tensor:
@@ -324,8 +382,11 @@ class GotoEnv(VecEnv):
         }
 
     def _compute_observations(self) -> TensorDict:
-        if self.compiled:
-            return self._observations_soa(fused_observations)  # not compiled: after construction and reset()
+        if self.compiled:  # after construction and reset(): eager
+            progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
+            scale = torch.tensor(curriculum_terms.ramp(self.cfg.curriculum.disturbance_scale, progress), device=self.device)
+            key = torch.tensor(self._next_key(NOISE_STREAM), dtype=torch.int32, device=self.device)
+            return self._observation_dict(*step_core.observations_soa(self._fused, self._state, self._params_soa, self._latency, key, scale))
         # one pass over the terms; noise (if any) is added before the per-term clip, as the contract says
         raw = torch.cat([obs_terms.OBSERVATION_TERMS[t.name](self._observation_inputs()) for t in self.observation_terms], dim=-1)
         clean = torch.maximum(torch.minimum(raw, self._obs_high), self._obs_low)
@@ -361,35 +422,43 @@ class GotoEnv(VecEnv):
             return torch.randn(shape, generator=self.generator, device=self.device)
         # the compiled path's numbers: counter_gaussian rows for the noisy columns, zeros elsewhere
         cols = self._noise_columns
-        z = step_core.counter_gaussian(self._next_noise_key(), step_core.noise_rows(self._fused.noise_std), self.num_envs)
+        key = torch.tensor(self._next_key(NOISE_STREAM), dtype=torch.int32, device=self.device)
+        z = step_core.counter_gaussian(key, step_core.noise_rows(self._fused.noise_std), self.num_envs)
         noise = torch.zeros(shape, device=self.device)
         noise[:, cols] = z[: len(cols)].t()
         return noise
 
     def _reset_idx(self, ids: torch.Tensor) -> None:
+        """New start states, goals and parameters for the environments ``ids`` (from the ``reset_stream``)."""
+        key = self._next_key(RESET_STREAM) if self.reset_stream == "counter" else None  # one draw per call, even for none
         n = int(ids.numel())
         if n == 0:
             return
+        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
+        start_scale = curriculum_terms.ramp(self.cfg.curriculum.initial_state_scale, progress)
+        if key is None:
+            state, params, latency = self._generator_reset_draws(n, start_scale)
+        else:
+            rows = step_core.reset_draws(
+                self._fused, torch.tensor(key, dtype=torch.int32, device=self.device), ids.to(torch.int32),
+                torch.tensor(start_scale, dtype=torch.float32, device=self.device),
+            )
+            state, params, latency = torch.stack(rows[0]), torch.stack(rows[1]), rows[2]
+        self._write_reset(ids, state, params, latency)
+
+    def _generator_reset_draws(self, n: int, start_scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The eager reset draws from the env's generator, in their historical order: (state rows POS..GOAL
+        (20, n), parameter rows (13, n) in StateLayout.PARAMS order, action latency steps (n,))."""
         g, dev, cmd = self.generator, self.device, self.cfg.command
 
         def rand(*shape):
             return torch.rand(shape, generator=g, device=dev)
 
         new = sample_parameters(self.cfg.randomization, n, g, dev, self.k.motor_time_constant_s)
-        if self.compiled:  # one indexed write into the structure-of-arrays parameters
-            self._params_soa.index_copy_(1, ids, torch.cat([new[key].t() for key, _ in StateLayout.PARAMS]))
-            self.params["action_latency_steps"][ids] = new["action_latency_steps"]
-        else:  # (the compiled step derives the physical parameters inside its graph)
-            for key, value in new.items():
-                self.params[key][ids] = value
-            self._derive_parameters()
-
         pos = torch.empty((n, 3), device=dev)
         pos[:, :2] = (2.0 * rand(n, 2) - 1.0) * cmd.spawn_xy_half_extent_m
         lo, hi = cmd.spawn_height_range_m
         pos[:, 2] = lo + (hi - lo) * rand(n)
-        progress = curriculum_terms.ramp_progress(self.cfg.curriculum, self.common_step_counter)
-        start_scale = curriculum_terms.ramp(self.cfg.curriculum.initial_state_scale, progress)
         # attitude: random yaw, then a tilt of random size about a random horizontal axis
         yaw = (2.0 * rand(n) - 1.0) * math.pi
         q_yaw = torch.stack((torch.cos(yaw / 2), torch.zeros_like(yaw), torch.zeros_like(yaw), torch.sin(yaw / 2)), dim=-1)
@@ -402,21 +471,34 @@ class GotoEnv(VecEnv):
         radius = cmd.subgoal_radius_m * rand(n, 1).pow(1.0 / 3.0)
         goal = pos + _random_unit(n, g, dev) * radius
         goal[:, 2] = goal[:, 2].clamp(min=cmd.min_goal_height_m)
-
-        mass = self.k.mass_kg * new["mass_scale"]  # = self._mass[ids]
-        kf = self.k.thrust_coefficient * new["thrust_coefficient_scale"]  # = self._kf[ids]
+        mass = self.k.mass_kg * new["mass_scale"]
+        kf = self.k.thrust_coefficient * new["thrust_coefficient_scale"]
         hover = torch.sqrt(mass * self.cfg.physics.gravity_mps2 / (4.0 * kf))
+        state = torch.cat((pos.t(), quat.t(), vel.t(), omega.t(), hover.t().expand(4, n), goal.t()))
+        params = torch.cat([new[key].t() for key, _ in StateLayout.PARAMS])
+        return state, params, new["action_latency_steps"]
+
+    def _write_reset(self, ids: torch.Tensor, state: torch.Tensor, params: torch.Tensor, latency: torch.Tensor) -> None:
+        """Write reset draws (rows as ``_generator_reset_draws`` returns them) into environments ``ids``;
+        last action, action buffer, error sum and episode length restart at 0."""
+        L, n = StateLayout, int(ids.numel())
         self.episode_length_buf[ids] = 0
         if self.compiled:  # one indexed write of every state row (StateLayout order), zeros for the rest
-            rest = torch.zeros((self._state.shape[0] - StateLayout.LAST_ACTION.start, n), device=dev)
-            self._state.index_copy_(1, ids, torch.cat((pos.t(), quat.t(), vel.t(), omega.t(), hover.t().expand(4, n), goal.t(), rest)))
+            rest = torch.zeros((self._state.shape[0] - state.shape[0], n), device=self.device)
+            self._state.index_copy_(1, ids, torch.cat((state, rest)))
+            self._params_soa.index_copy_(1, ids, params)
+            self._latency[ids] = latency
             return
-        self.position_w[ids] = pos
-        self.quat_wxyz[ids] = quat
-        self.linear_velocity_w[ids] = vel
-        self.angular_velocity_b[ids] = omega
-        self.goal_w[ids] = goal
-        self.rotor_rpm[ids] = hover.expand(n, 4)
+        for key, rows in L.PARAMS:
+            self.params[key][ids] = params[rows].t()
+        self.params["action_latency_steps"][ids] = latency
+        self._derive_parameters()
+        self.position_w[ids] = state[L.POS].t()
+        self.quat_wxyz[ids] = state[L.QUAT].t()
+        self.linear_velocity_w[ids] = state[L.VEL].t()
+        self.angular_velocity_b[ids] = state[L.OMEGA].t()
+        self.goal_w[ids] = state[L.GOAL].t()
+        self.rotor_rpm[ids] = state[L.RPM].t()
         self.last_action[ids] = 0.0
         self.action_buffer[ids] = 0.0
         self._sq_error_sum[ids] = 0.0

@@ -31,10 +31,11 @@ class PhysicsCfg:
     ground_friction: float = 0.5
     """Fraction of horizontal velocity and body rate removed per physics step while on the floor."""
     compile: bool = False
-    """Run the fused, ``torch.compile``d control step (step_core.fused_*) on a structure-of-arrays state:
-    the eager step's physics, rewards, terminations and reset draws, but the observation noise comes from an
-    in-graph counter-based generator (``GotoEnv(noise_stream="counter")`` gives eager the same), so a seed gives
-    other trajectories than eager; about 2-3x faster at large batch; the first step compiles (tens of s)."""
+    """Run the control step as one fused, ``torch.compile``d graph (step_core.fused_control_step) on a
+    structure-of-arrays state: the eager step's physics, rewards, terminations and distributions, but the
+    observation noise and the reset draws come from in-graph counter-based generators
+    (``GotoEnv(noise_stream="counter", reset_stream="counter")`` gives eager the same), so a seed gives other
+    trajectories than eager; faster at large batch; the first step compiles (about a minute)."""
 
 
 @dataclass
