@@ -1,8 +1,10 @@
 """Whole-episode evaluation of a policy in a batched environment.
 
 ``evaluate(env, act_fn, num_episodes)`` resets the environment, then steps it; each
-environment contributes its first ``ceil(num_episodes / num_envs)`` finished episodes, so
+environment contributes a fixed number of its first finished episodes (``episode_quota``), so
 every episode runs from a fresh start state to its end (crash, out of bounds or time-out).
+The quotas are fixed before the run, not filled first come first served: the episodes that
+end first are the crashes, and keeping whichever finished first would bias the result.
 ``act_fn`` maps the ``policy`` observation tensor (num_envs, 22) to actions (num_envs, 4).
 """
 
@@ -23,6 +25,7 @@ def evaluate(env, act_fn: Callable[[torch.Tensor], torch.Tensor], num_episodes: 
     if not isinstance(num_episodes, int) or isinstance(num_episodes, bool) or num_episodes < 1:
         raise ConfigError(f"num_episodes must be a positive integer, got {num_episodes!r}")
     n = env.num_envs
+    quota = episode_quota(num_episodes, n).to(env.device)
     rounds = math.ceil(num_episodes / n)
     keys = ("success", "crashed", "out_of_bounds", "final_position_error_m", "final_speed_mps", "rms_position_error_m", "episode_length")
     collected: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
@@ -40,7 +43,7 @@ def evaluate(env, act_fn: Callable[[torch.Tensor], torch.Tensor], num_episodes: 
         out, _, dones, extras = env.step(actions)
         obs = out["policy"]
         end = extras["episode_end"]
-        take = dones.bool() & (count < rounds)
+        take = dones.bool() & (count < quota)
         if take.any():
             idx = take.nonzero(as_tuple=False).squeeze(-1)
             for k in keys:
@@ -49,11 +52,11 @@ def evaluate(env, act_fn: Callable[[torch.Tensor], torch.Tensor], num_episodes: 
             total += int(idx.numel())
             if bar is not None:
                 bar.update(min(int(idx.numel()), max(0, num_episodes - bar.n)))
-        if bool((count >= rounds).all()):
+        if bool((count >= quota).all()):
             break
     if bar is not None:
         bar.close()
-    data = {k: torch.cat(v)[:num_episodes] if v else torch.zeros(0) for k, v in collected.items()}
+    data = {k: torch.cat(v) if v else torch.zeros(0) for k, v in collected.items()}
     m = int(data["success"].numel())
     if m == 0:
         raise RuntimeError("no episode finished during evaluation; is env.max_episode_length set?")
@@ -69,6 +72,14 @@ def evaluate(env, act_fn: Callable[[torch.Tensor], torch.Tensor], num_episodes: 
         "rms_tracking_error_m": float(data["rms_position_error_m"].square().mean().sqrt()),
         "mean_episode_length_s": float(data["episode_length"].mean()) * step_dt,
     }
+
+
+def episode_quota(num_episodes: int, num_envs: int) -> torch.Tensor:
+    """Episodes each environment contributes: ``num_episodes`` spread as evenly as possible,
+    the first ``num_episodes % num_envs`` environments one more (sums to ``num_episodes``)."""
+    quota = torch.full((num_envs,), num_episodes // num_envs, dtype=torch.long)
+    quota[: num_episodes % num_envs] += 1
+    return quota
 
 
 def policy_act_fn(policy) -> Callable[[torch.Tensor], torch.Tensor]:

@@ -12,7 +12,7 @@ from rsl_rl.runners import OnPolicyRunner
 
 from robot_hrl.errors import ConfigError
 from sim.agents import ppo_goto_cfg
-from sim.evaluation import evaluate, policy_act_fn
+from sim.evaluation import episode_quota, evaluate, policy_act_fn
 from sim.runs import load_run, read_run_config
 from sim.tasks import make_env
 from sim.train import main
@@ -166,6 +166,31 @@ def test_evaluate_counts_whole_episodes():
     assert 0.0 <= result["crash_rate"] <= 1.0 and result["rms_tracking_error_m"] > 0
     with pytest.raises(ConfigError, match="num_episodes"):
         evaluate(env, lambda o: torch.zeros(o.shape[0], 4), num_episodes=0)
+
+
+def test_episode_quota_spreads_the_episodes_over_the_envs():
+    assert episode_quota(10, 4).tolist() == [3, 3, 2, 2]
+    assert episode_quota(3, 8).tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
+    assert int(episode_quota(1000, 1000).sum()) == 1000
+
+
+def test_evaluate_of_fewer_episodes_than_envs_is_not_biased_to_the_first_to_end():
+    # odd envs cut the thrust and crash after ~0.25 s; even envs climb slowly until the 0.5 s time-out.
+    # 4 episodes of 8 envs are envs 0-3: half crashes (keeping the first 4 to end gave 4 crashes)
+    still = {"max_initial_tilt_rad": 0.0, "max_initial_speed_mps": 0.0, "max_initial_body_rate_radps": 0.0}
+    cfg = {"randomization": {"enabled": False}, "curriculum": {"enabled": False},
+           "command": {"episode_length_s": 0.5, "spawn_height_range_m": [0.3, 0.3], **still}}
+    env = make_env("crazyflie-goto", num_envs=8, cfg=cfg, seed=0)
+
+    def act(obs):
+        actions = torch.zeros(obs.shape[0], 4)
+        actions[1::2, 0] = -1.0  # no thrust
+        return actions
+
+    result = evaluate(env, act, num_episodes=4)
+    assert result["num_episodes"] == 4
+    assert result["crash_rate"] == pytest.approx(0.5)
+    assert evaluate(env, act, num_episodes=8)["crash_rate"] == pytest.approx(0.5)
 
 
 def test_policy_act_fn_wraps_an_rsl_rl_actor():
