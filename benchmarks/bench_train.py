@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     reached = r["target_reached"]
     print("\n== bench_train ==")
     print(f"machine: {os.cpu_count()} CPUs, torch threads {args.threads}, 1-min load average {load_before:.2f} before / {load_after:.2f} after "
-          "(above ~0.5 other processes shared the CPU and the wall time is inflated)")
+          f"(the run itself adds about {args.threads}; more means other processes shared the CPU and the wall time is inflated)")
     print(f"target success {args.target_success:.2f}: {'reached' if reached else 'NOT reached'} after {r['iterations']} iterations, "
           f"{r['env_steps']:,} env steps, {r['train_wall_time_s']:.1f} s training wall time "
           f"({total:.1f} s including start-up and the final evaluation)")
