@@ -163,19 +163,8 @@ class GotoEnv(VecEnv):
         self._noise_std = torch.tensor(stds, **f32) if self.cfg.randomization.enabled and any(stds) else None
         rcfg = c.randomization
         self.compiled = bool(c.physics.compile)
-        if noise_stream is None:
-            noise_stream = "counter" if self.compiled else "generator"
-        if noise_stream not in ("generator", "counter"):
-            raise ConfigError(f"noise_stream must be 'generator' or 'counter', got {noise_stream!r}")
-        if self.compiled and noise_stream != "counter":
-            raise ConfigError("the compiled step (physics.compile) draws its observation noise with noise_stream='counter'")
-        if reset_stream is None:
-            reset_stream = "counter" if self.compiled else "generator"
-        if reset_stream not in ("generator", "counter"):
-            raise ConfigError(f"reset_stream must be 'generator' or 'counter', got {reset_stream!r}")
-        if self.compiled and reset_stream != "counter":
-            raise ConfigError("the compiled step (physics.compile) draws its resets with reset_stream='counter'")
-        self.noise_stream, self.reset_stream = noise_stream, reset_stream
+        self.noise_stream = _random_stream("noise_stream", noise_stream, self.compiled, "observation noise")
+        self.reset_stream = _random_stream("reset_stream", reset_stream, self.compiled, "resets")
         self._draws = {NOISE_STREAM: 0, RESET_STREAM: 0}
         self._noise_columns = [i for i, s in enumerate(stds) if s > 0.0] if self._noise_std is not None else []
         k = self.k
@@ -502,6 +491,18 @@ class GotoEnv(VecEnv):
         self.last_action[ids] = 0.0
         self.action_buffer[ids] = 0.0
         self._sq_error_sum[ids] = 0.0
+
+
+def _random_stream(name: str, value: str | None, compiled: bool, what: str) -> str:
+    """Validate a random-stream choice: 'generator' (the env's torch.Generator, eager only) or 'counter'
+    (the in-graph counter-based numbers); None picks the one the step path uses."""
+    if value is None:
+        return "counter" if compiled else "generator"
+    if value not in ("generator", "counter"):
+        raise ConfigError(f"{name} must be 'generator' or 'counter', got {value!r}")
+    if compiled and value != "counter":
+        raise ConfigError(f"the compiled step (physics.compile) draws its {what} with {name}='counter'")
+    return value
 
 
 def _random_unit(n: int, g: torch.Generator, dev) -> torch.Tensor:
