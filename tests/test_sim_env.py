@@ -13,6 +13,7 @@ from tensordict import TensorDict
 from robot_hrl.contract import goto_contract
 from robot_hrl.errors import ConfigError
 from robot_hrl.robots import CRAZYFLIE_2X
+from sim.envs import step_core
 from sim.envs import GotoEnv, GotoEnvCfg
 from sim.envs.goto_env import PRIVILEGED_SIZE
 from sim.tasks import TASKS, make_env
@@ -229,3 +230,21 @@ def test_cfg_dict_round_trip():
     env = make_env("crazyflie-goto", num_envs=1, cfg=cfg.to_dict())
     assert env.contract.subgoal_radius_m == 0.5
     assert "crazyflie-goto" in TASKS
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_state_stays_writable_after_stepping_in_inference_mode(compiled):
+    # rsl_rl and sim/evaluation.py step the env inside torch.inference_mode(); the state must still
+    # take in-place writes outside it afterwards (reset(), safety_eval's env.position_w[ids] = ...)
+    cfg = {"physics": {"compile": compiled}}
+    env = make_env("crazyflie-goto", num_envs=4, cfg=cfg, seed=0)
+    if compiled:  # the structure-of-arrays state path, without paying for the compilation
+        env._fused_control = step_core.fused_control_step
+    with torch.inference_mode():
+        for _ in range(3):
+            env.step(torch.zeros(4, 4))
+    env.reset()
+    env.position_w[torch.tensor([1])] = torch.tensor([[0.5, 0.5, 1.0]])
+    assert torch.allclose(env.position_w[1], torch.tensor([0.5, 0.5, 1.0]))
+    obs, rewards, dones, extras = env.step(torch.zeros(4, 4))
+    assert torch.isfinite(obs["policy"]).all()

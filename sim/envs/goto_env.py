@@ -11,6 +11,7 @@ carries episode statistics. ``extras["episode_end"]`` holds per-environment fina
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -61,6 +62,23 @@ class _SoaView:
 
 def _rows_view(rows: slice) -> _SoaView:
     return _SoaView(lambda env: env._state[rows].t())
+
+
+def _writable_state(method):
+    """Run an env method outside ``torch.inference_mode`` even when its caller is inside it.
+
+    rsl_rl steps the env in inference mode, and a tensor made there can never be updated in
+    place outside it: the env's state (reassigned every step) would make a later ``reset()``,
+    or an indexed write such as ``env.position_w[ids] = ...``, fail after an evaluation.
+    Reading the policy's inference-mode actions is allowed; nothing here needs gradients.
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with torch.inference_mode(False):
+            return method(*args, **kwargs)
+
+    return wrapper
 
 
 class GotoEnv(VecEnv):
@@ -219,12 +237,14 @@ class GotoEnv(VecEnv):
     def get_observations(self) -> TensorDict:
         return self._obs
 
+    @_writable_state
     def reset(self) -> TensorDict:
         """Reset every environment (new start states, goals and parameters); returns the observations."""
         self._reset_idx(torch.arange(self.num_envs, device=self.device))
         self._obs = self._compute_observations()
         return self._obs
 
+    @_writable_state
     def step(self, actions) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
         if self.compiled:
             return self._step_compiled(actions)
