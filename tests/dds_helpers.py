@@ -67,14 +67,16 @@ def spin_until(nodes, condition: Callable[[], bool], guard_s: float = GUARD_S, w
 
 
 class Peer:
-    """A child process running a role of this file, on a DDS domain."""
+    """A child process running a role of this file (or of ``script``, given ``role`` and ``args`` as its
+    command-line arguments), on a DDS domain."""
 
-    def __init__(self, domain_id: int, role: str, *args: str, extra_env: dict[str, str] | None = None):
+    def __init__(self, domain_id: int, role: str, *args: str, extra_env: dict[str, str] | None = None,
+                 script: Path | None = None):
         env = peer_env(domain_id)
         env.update(extra_env or {})
         self.role = role
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), role, *map(str, args)],
+            [sys.executable, str(script or Path(__file__).resolve()), role, *map(str, args)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             cwd=str(REPO_ROOT),
         )

@@ -12,14 +12,13 @@ Run as a script, this file is the child: ``python tests/test_ros_graph_discovery
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from dds_helpers import GUARD_S, peer_env, unique_domain_id, use_domain
+from dds_helpers import GUARD_S, Peer, unique_domain_id, use_domain
 
 NODE_NAME = "graph_talker"
 NAMESPACE = "/cf7"
@@ -127,34 +126,6 @@ class _Listener:
         raise AssertionError(f"participant {participant} not discovered within {GUARD_S} s")
 
 
-class _Child:
-    def __init__(self, domain_id: int, ros_distro: str):
-        env = peer_env(domain_id)
-        env["ROS_DISTRO"] = ros_distro
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), NODE_NAME, NAMESPACE],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env)
-
-    def expect(self, word: str) -> None:
-        line = self.proc.stdout.readline()  # the child prints it or dies (then readline returns "")
-        if line.strip() != word:
-            self.proc.kill()
-            raise AssertionError(f"child said {line!r} instead of {word!r}; stderr:\n{self.proc.stderr.read()[-3000:]}")
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def close(self) -> int:
-        self.proc.stdin.close()
-        try:
-            return self.proc.wait(GUARD_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            return -9
-
-
 def _gids(seq) -> set[bytes]:
     return {bytes(g.data) for g in seq}
 
@@ -163,7 +134,7 @@ def _gids(seq) -> set[bytes]:
 def test_node_in_another_process_is_announced_with_its_endpoint_gids(ros_distro, gid_size, monkeypatch):
     domain = use_domain(monkeypatch, unique_domain_id(block=2))  # loopback profile for our listener too
     listener = _Listener(domain, gid_size)
-    child = _Child(domain, ros_distro)
+    child = Peer(domain, NODE_NAME, NAMESPACE, extra_env={"ROS_DISTRO": ros_distro}, script=Path(__file__).resolve())
     try:
         child.expect("READY")
         sample, node = listener.wait_for_node(NODE_NAME, NAMESPACE, writers=2, readers=1, what="the first sample")
@@ -187,7 +158,7 @@ def test_node_in_another_process_is_announced_with_its_endpoint_gids(ros_distro,
                                      {"rt/cf7/odom", "rt/cf7/status", "rt/cf7/extra"}, "writers")
         assert _gids(node.writer_gid_seq) == {g.bytes + pad for g in writers.values()}
     finally:
-        assert child.close() == 0, child.proc.stderr.read()[-3000:]
+        assert child.close() == 0, child.stderr[-3000:]
 
 
 if __name__ == "__main__":
