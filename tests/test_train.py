@@ -93,6 +93,9 @@ def test_target_success_not_reached_runs_every_iteration_and_says_so(tmp_path):
     assert result["iterations"] == 4 and result["target_reached"] is False
     assert [h["iteration"] for h in result["evaluations_during_training"]] == [1, 3]
     assert all(h["success_rate"] < 1.0 for h in result["evaluations_during_training"])
+    # a target of 100 % is out of reach at the first failed episode: those evaluations stop there
+    assert all(h["stopped_early"] and h["success_rate_at_most"] < 1.0 for h in result["evaluations_during_training"])
+    assert all(h["num_episodes"] < h["episodes_planned"] for h in result["evaluations_during_training"])
 
 
 def test_evaluations_are_skipped_while_the_training_episodes_are_far_from_the_target(tmp_path):
@@ -168,6 +171,16 @@ def test_evaluate_counts_whole_episodes():
         evaluate(env, lambda o: torch.zeros(o.shape[0], 4), num_episodes=0)
 
 
+def test_evaluate_rates_are_exact_fractions():
+    # 950 successes of 1000 must read 0.95 (a float32 mean gives 0.94999999, below a 0.95 target)
+    from sim import evaluation
+
+    flags = torch.zeros(1000)
+    flags[:950] = 1.0
+    assert evaluation._fraction(flags) == 0.95 >= 0.95
+    assert float(flags.mean()) < 0.95  # what the mean gave
+
+
 def test_episode_quota_spreads_the_episodes_over_the_envs():
     assert episode_quota(10, 4).tolist() == [3, 3, 2, 2]
     assert episode_quota(3, 8).tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
@@ -191,6 +204,31 @@ def test_evaluate_of_fewer_episodes_than_envs_is_not_biased_to_the_first_to_end(
     assert result["num_episodes"] == 4
     assert result["crash_rate"] == pytest.approx(0.5)
     assert evaluate(env, act, num_episodes=8)["crash_rate"] == pytest.approx(0.5)
+
+
+def test_evaluate_stops_once_the_success_rate_cannot_reach_stop_below():
+    # the policy of the test above: envs 1, 3, 5, 7 crash together after ~0.25 s, the others never succeed
+    still = {"max_initial_tilt_rad": 0.0, "max_initial_speed_mps": 0.0, "max_initial_body_rate_radps": 0.0}
+    cfg = {"randomization": {"enabled": False}, "curriculum": {"enabled": False},
+           "command": {"episode_length_s": 0.5, "spawn_height_range_m": [0.3, 0.3], **still}}
+    env = make_env("crazyflie-goto", num_envs=8, cfg=cfg, seed=0)
+
+    def act(obs):
+        actions = torch.zeros(obs.shape[0], 4)
+        actions[1::2, 0] = -1.0
+        return actions
+
+    stopped = evaluate(env, act, num_episodes=8, stop_below=0.9)
+    assert stopped["stopped_early"] and stopped["episodes_planned"] == 8
+    assert stopped["num_episodes"] == 4 and stopped["crash_rate"] == 1.0
+    assert stopped["success_rate_at_most"] == pytest.approx(0.5)
+    # 4 failures leave 50 % possible: a 0.4 target needs the whole run, which then ends normally
+    full = evaluate(env, act, num_episodes=8, stop_below=0.4)
+    assert not full["stopped_early"] and full["num_episodes"] == 8 and "success_rate_at_most" not in full
+    assert full["crash_rate"] == pytest.approx(0.5) and full["success_rate"] == 0.0
+    assert not evaluate(env, act, num_episodes=8, stop_below=0.0)["stopped_early"]
+    with pytest.raises(ConfigError, match="stop_below"):
+        evaluate(env, act, num_episodes=8, stop_below=1.5)
 
 
 def test_policy_act_fn_wraps_an_rsl_rl_actor():
