@@ -143,6 +143,15 @@ class Timers:
         return {k: round(v, 3) for k, v in vars(self).items()}
 
 
+def _eval_text(stats: dict) -> str:
+    """The evaluation's success rate for the progress line: '0.957', or '<0.912' for one stopped early."""
+    if "eval_success" in stats:
+        return f"{stats['eval_success']:.3f}"
+    if "eval_success_at_most" in stats:
+        return f"<{stats['eval_success_at_most']:.3f}"
+    return ""
+
+
 def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_progress: bool = True) -> int:
     """OnPolicyRunner.learn with a progress bar, a time breakdown and a stop hook.
 
@@ -214,10 +223,11 @@ def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_p
         stats = {"train_success": train_success, "mean_reward": mean_reward}
         done_its += 1
         stop = bool(on_iteration(it, stats))
-        bar.set_postfix(success=f"{train_success:.2f}", reward=f"{mean_reward:.1f}", **({"eval": f"{stats['eval_success']:.3f}"} if "eval_success" in stats else {}))
+        eval_text = _eval_text(stats)
+        bar.set_postfix(success=f"{train_success:.2f}", reward=f"{mean_reward:.1f}", **({"eval": eval_text} if eval_text else {}))
         bar.update(1)
         if not show_progress and main:
-            print(f"it {it}: {time.perf_counter() - t0:.2f} s, train success {train_success:.3f}, mean episode reward {mean_reward:.1f}" + (f", eval success {stats['eval_success']:.3f}" if "eval_success" in stats else ""), flush=True)
+            print(f"it {it}: {time.perf_counter() - t0:.2f} s, train success {train_success:.3f}, mean episode reward {mean_reward:.1f}" + (f", eval success {eval_text}" if eval_text else ""), flush=True)
         if stop:
             break
     bar.close()
@@ -262,6 +272,7 @@ def run(args, argv: list[str] | None = None) -> int:
     from rsl_rl.runners import OnPolicyRunner
 
     from robot_hrl.errors import ConfigError
+    from sim.agents.update_speedups import install_permuted_mini_batches, use_fused_adam
     from sim.envs.goto_env_cfg import GotoEnvCfg
     from sim.evaluation import evaluate, policy_act_fn
     from sim.runs import EVAL_FILE, RUN_CONFIG, latest_checkpoint
@@ -309,6 +320,9 @@ def run(args, argv: list[str] | None = None) -> int:
         eval_env_cfg_dict = env_cfg_dict
     with contextlib.redirect_stdout(io.StringIO()):  # rsl_rl prints the model structure
         runner = OnPolicyRunner(env, agent_cfg, log_dir=str(run_dir) if main_process else None, device=device)
+    # same mini-batches and update rule, less bookkeeping (sim/agents/update_speedups.py); before a resume loads the optimizer
+    install_permuted_mini_batches(runner.alg)
+    use_fused_adam(runner.alg)
     if args.resume:
         resume = Path(args.resume)
         ckpt = latest_checkpoint(resume) if resume.is_dir() else resume
@@ -347,13 +361,13 @@ def run(args, argv: list[str] | None = None) -> int:
     timers = Timers()
     history: list[dict] = []
 
-    def policy_eval(num_episodes: int) -> dict:
+    def policy_eval(num_episodes: int, stop_below: float | None = None) -> dict:
         nonlocal eval_env
         t = time.perf_counter()
         if eval_env is None:
             eval_env = make_eval_env(args.task, eval_env_cfg_dict, min(num_episodes, 1000), device, seed + 10_000)
         policy = runner.get_inference_policy(device=device)
-        result = evaluate(eval_env, policy_act_fn(policy), num_episodes)
+        result = evaluate(eval_env, policy_act_fn(policy), num_episodes, stop_below=stop_below)
         runner.alg.train_mode()
         timers.evaluation_s += time.perf_counter() - t
         return result
@@ -371,12 +385,17 @@ def run(args, argv: list[str] | None = None) -> int:
         promising = threshold <= 0.0 or (train_success == train_success and train_success >= threshold)
         if not (promising or (it + 1) % (5 * args.eval_interval) == 0):
             return False
-        result = policy_eval(args.eval_episodes_during_training)
-        stats["eval_success"] = result["success_rate"]
+        # stops as soon as too many episodes failed for the target to be reachable (exact, not a guess)
+        result = policy_eval(args.eval_episodes_during_training, stop_below=args.target_success)
         history.append({"iteration": it, "elapsed_s": round(time.perf_counter() - t_start, 3), **result})
-        if runner.logger.writer is not None:
-            runner.logger.writer.add_scalar("Eval/success_rate", result["success_rate"], it)
-        reached = result["success_rate"] >= args.target_success
+        if result["stopped_early"]:
+            stats["eval_success_at_most"] = result["success_rate_at_most"]
+            reached = False
+        else:
+            stats["eval_success"] = result["success_rate"]
+            if runner.logger.writer is not None:
+                runner.logger.writer.add_scalar("Eval/success_rate", result["success_rate"], it)
+            reached = result["success_rate"] >= args.target_success
         if world > 1:
             flag = torch.tensor(float(reached), device=device)
             torch.distributed.broadcast(flag, src=0)
@@ -406,7 +425,8 @@ def run(args, argv: list[str] | None = None) -> int:
             "randomization": bool((eval_env_cfg_dict or {}).get("randomization", {}).get("enabled", True)),
             "eval_env_cfg_differs_from_training": eval_env_cfg_dict != env_cfg_dict,
             "target_success": args.target_success,
-            "target_reached": None if args.target_success is None else any(h["success_rate"] >= args.target_success for h in history),
+            "target_reached": None if args.target_success is None else any(
+                not h["stopped_early"] and h["success_rate"] >= args.target_success for h in history),
             "time_breakdown_s": timers.as_dict(),
             "evaluations_during_training": history,
             "checkpoint": str(latest_checkpoint(run_dir)),
