@@ -152,11 +152,12 @@ def _eval_text(stats: dict) -> str:
     return ""
 
 
-def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_progress: bool = True) -> int:
+def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_progress: bool = True, kl_schedule=None) -> int:
     """OnPolicyRunner.learn with a progress bar, a time breakdown and a stop hook.
 
     The same rollout / update / log / save sequence as rsl_rl's ``OnPolicyRunner.learn``;
-    ``on_iteration(it, stats) -> bool`` stops training when it returns True.
+    ``on_iteration(it, stats) -> bool`` stops training when it returns True. ``kl_schedule``
+    (sim/agents/kl_schedule.py) may lower PPO's KL target once the training episodes succeed.
     Returns the number of iterations done.
     """
     import torch
@@ -221,6 +222,8 @@ def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_p
         if runner.logger.writer is not None:
             runner.logger.writer.add_scalar("Train/success_rate_rolling", train_success, it)
         stats = {"train_success": train_success, "mean_reward": mean_reward}
+        if kl_schedule is not None and kl_schedule.update(runner.alg, it, train_success) and runner.logger.writer is not None:
+            runner.logger.writer.add_scalar("Train/desired_kl", kl_schedule.desired_kl, it)
         done_its += 1
         stop = bool(on_iteration(it, stats))
         eval_text = _eval_text(stats)
@@ -272,6 +275,7 @@ def run(args, argv: list[str] | None = None) -> int:
     from rsl_rl.runners import OnPolicyRunner
 
     from robot_hrl.errors import ConfigError
+    from sim.agents.kl_schedule import DesiredKlSchedule
     from sim.agents.update_speedups import install_permuted_mini_batches, use_fused_adam
     from sim.envs.goto_env_cfg import GotoEnvCfg
     from sim.evaluation import evaluate, policy_act_fn
@@ -310,6 +314,7 @@ def run(args, argv: list[str] | None = None) -> int:
     agent_cfg = default_agent_cfg(args.task)
     _deep_update(agent_cfg, _json_arg(args.agent_cfg, "--agent-cfg"))
     saved_agent_cfg = copy.deepcopy(agent_cfg)
+    kl_schedule = DesiredKlSchedule.from_train_cfg(agent_cfg)
 
     run_dir = Path(args.run_dir or Path("runs") / args.task.replace("-", "_"))
     if main_process:
@@ -403,7 +408,7 @@ def run(args, argv: list[str] | None = None) -> int:
         return reached
 
     t_start = time.perf_counter()
-    iterations = learn(runner, env, args.max_iterations, timers, on_iteration, show_progress=not args.no_progress)
+    iterations = learn(runner, env, args.max_iterations, timers, on_iteration, show_progress=not args.no_progress, kl_schedule=kl_schedule)
     train_wall = time.perf_counter() - t_start
     timers.other_s = max(0.0, train_wall - timers.simulation_s - timers.inference_s - timers.ppo_update_s - timers.evaluation_s)
     env_steps = iterations * agent_cfg["num_steps_per_env"] * args.num_envs * world
@@ -428,6 +433,7 @@ def run(args, argv: list[str] | None = None) -> int:
             "target_reached": None if args.target_success is None else any(
                 not h["stopped_early"] and h["success_rate"] >= args.target_success for h in history),
             "time_breakdown_s": timers.as_dict(),
+            "desired_kl_switched_at_iteration": None if kl_schedule is None else kl_schedule.switched_at_iteration,
             "evaluations_during_training": history,
             "checkpoint": str(latest_checkpoint(run_dir)),
         }

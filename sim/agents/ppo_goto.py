@@ -20,6 +20,10 @@ experiment there):
   mini-batches, learned slower.
 - 16 steps per environment and iteration (was 24): updates come more often for the same
   samples (4.3 M env steps to 95 % instead of 5.4 M).
+- ``desired_kl_schedule`` (not an rsl_rl key; sim/agents/kl_schedule.py): once the training
+  episodes' rolling success reaches 0.75, the KL target drops to 0.01 and the learning rate
+  comes down from the cap for the last stretch, where at 1e-2 the evaluations jumped between
+  0.93 and 0.95 for tens of iterations.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ PPO_GOTO: dict[str, Any] = {
     "logger": "tensorboard",
     "check_for_nan": True,
     "torch_compile_mode": None,
+    "desired_kl_schedule": {"train_success_at_least": 0.75, "desired_kl": 0.01},
     "actor": {
         "class_name": "MLPModel",
         "hidden_dims": [64, 64],
