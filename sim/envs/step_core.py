@@ -480,15 +480,18 @@ def observation_rows(
 
 
 def observation_groups(policy: list, critic: list) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The row-major (N, 22) policy and (N, 40) critic tensors of observation columns.
+    """The (N, 22) policy and (N, 40) critic tensors of observation columns, feature-major.
 
-    Rows first (one vectorized loop over the environments), then one tiled transpose per group:
-    stacking the rows along the last dimension directly makes inductor write each column in its own
-    strided pass over the output. The row buffer is returned too so that it stays a buffer.
+    One (62, N) buffer of rows (one vectorized loop over the environments); the groups are its
+    transposed views, strides (1, N), not row-major copies. Every consumer reads them as they are:
+    the first ``nn.Linear`` hands the transposed operand to BLAS, and rsl_rl's rollout storage and
+    ``.contiguous()`` copy them. The tiled transposes to row-major copies cost ~8 % of the step at
+    65536 environments (benchmarks/README.md), for a layout no consumer needs. The row buffer is
+    returned too so that it stays one buffer.
     """
     rows_out = torch.stack(policy + critic, dim=0)
     k = len(policy)
-    return rows_out[:k].t().contiguous(), rows_out[k:].t().contiguous(), rows_out
+    return rows_out[:k].t(), rows_out[k:].t(), rows_out
 
 
 def observations_soa(
