@@ -25,7 +25,6 @@ from robot_hrl.robots import get_robot
 from sim.envs import curriculum as curriculum_terms
 from sim.envs import dynamics
 from sim.envs.goto_env_cfg import GotoEnvCfg
-from sim.envs.host_memory import keep_freed_host_memory
 from sim.envs.math_utils import quat_from_rotvec, quat_mul
 from sim.envs.randomization import sample_parameters
 from sim.envs import step_core
@@ -231,8 +230,6 @@ class GotoEnv(VecEnv):
             # the whole control step, resets and observations included, as one fused graph (see step_core);
             # compiled on the first step
             self._fused_control = torch.compile(fused_control_step, dynamic=False, fullgraph=True)
-            if torch.device(dev).type == "cpu":  # its fresh output buffers every step: keep them from page-faulting
-                keep_freed_host_memory()
         self._reset_idx(torch.arange(n, device=dev))
         self._obs = self._compute_observations()
 
