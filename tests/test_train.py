@@ -187,9 +187,9 @@ def test_episode_quota_spreads_the_episodes_over_the_envs():
     assert int(episode_quota(1000, 1000).sum()) == 1000
 
 
-def test_evaluate_of_fewer_episodes_than_envs_is_not_biased_to_the_first_to_end():
-    # odd envs cut the thrust and crash after ~0.25 s; even envs climb slowly until the 0.5 s time-out.
-    # 4 episodes of 8 envs are envs 0-3: half crashes (keeping the first 4 to end gave 4 crashes)
+def _half_crashing_env_and_policy():
+    """8 envs: odd ones cut the thrust and crash together after ~0.25 s; even ones climb slowly,
+    never reach the goal and time out at 0.5 s."""
     still = {"max_initial_tilt_rad": 0.0, "max_initial_speed_mps": 0.0, "max_initial_body_rate_radps": 0.0}
     cfg = {"randomization": {"enabled": False}, "curriculum": {"enabled": False},
            "command": {"episode_length_s": 0.5, "spawn_height_range_m": [0.3, 0.3], **still}}
@@ -200,6 +200,12 @@ def test_evaluate_of_fewer_episodes_than_envs_is_not_biased_to_the_first_to_end(
         actions[1::2, 0] = -1.0  # no thrust
         return actions
 
+    return env, act
+
+
+def test_evaluate_of_fewer_episodes_than_envs_is_not_biased_to_the_first_to_end():
+    # 4 episodes of 8 envs are envs 0-3: half crashes (keeping the first 4 to end gave 4 crashes)
+    env, act = _half_crashing_env_and_policy()
     result = evaluate(env, act, num_episodes=4)
     assert result["num_episodes"] == 4
     assert result["crash_rate"] == pytest.approx(0.5)
@@ -207,17 +213,7 @@ def test_evaluate_of_fewer_episodes_than_envs_is_not_biased_to_the_first_to_end(
 
 
 def test_evaluate_stops_once_the_success_rate_cannot_reach_stop_below():
-    # the policy of the test above: envs 1, 3, 5, 7 crash together after ~0.25 s, the others never succeed
-    still = {"max_initial_tilt_rad": 0.0, "max_initial_speed_mps": 0.0, "max_initial_body_rate_radps": 0.0}
-    cfg = {"randomization": {"enabled": False}, "curriculum": {"enabled": False},
-           "command": {"episode_length_s": 0.5, "spawn_height_range_m": [0.3, 0.3], **still}}
-    env = make_env("crazyflie-goto", num_envs=8, cfg=cfg, seed=0)
-
-    def act(obs):
-        actions = torch.zeros(obs.shape[0], 4)
-        actions[1::2, 0] = -1.0
-        return actions
-
+    env, act = _half_crashing_env_and_policy()
     stopped = evaluate(env, act, num_episodes=8, stop_below=0.9)
     assert stopped["stopped_early"] and stopped["episodes_planned"] == 8
     assert stopped["num_episodes"] == 4 and stopped["crash_rate"] == 1.0
