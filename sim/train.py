@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed; same seed + same device => same result")
     p.add_argument("--run-dir", default=None, help="output directory (default runs/<task with _>)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR_OR_CHECKPOINT", help="continue from a checkpoint file or the latest checkpoint of a run dir")
-    p.add_argument("--target-success", type=float, default=None, metavar="X", help="stop as soon as an evaluation reaches success rate X (0..1)")
+    p.add_argument("--target-success", type=float, default=None, metavar="X", help="stop as soon as an evaluation reaches success rate X (0..1); an evaluation itself stops once so many episodes failed that X is out of reach (shown as eval <rate>)")
     p.add_argument("--eval-interval", type=int, default=10, help="iterations between evaluations during training (with --target-success)")
     p.add_argument("--eval-skip-margin", type=float, default=0.3, metavar="M",
                    help="with --target-success: skip a due evaluation while the rolling success rate of the training episodes (stochastic "
