@@ -40,8 +40,9 @@ def evaluate(
     if stop_below is not None and not 0.0 <= stop_below <= 1.0:
         raise ConfigError(f"stop_below must be in [0, 1], got {stop_below!r}")
     # more failures than this and the success rate over num_episodes is below stop_below
-    max_failures = math.inf if stop_below is None else num_episodes - stop_below * num_episodes
+    max_failures = math.inf if stop_below is None else num_episodes - stop_below * num_episodes + 1e-9
     failures = 0
+    stopped_early = False
     n = env.num_envs
     quota = episode_quota(num_episodes, n).to(env.device)
     rounds = math.ceil(num_episodes / n)
@@ -71,7 +72,10 @@ def evaluate(
             failures += int(idx.numel()) - int(end["success"][idx].sum())
             if bar is not None:
                 bar.update(min(int(idx.numel()), max(0, num_episodes - bar.n)))
-        if bool((count >= quota).all()) or failures > max_failures + 1e-9:
+        if bool((count >= quota).all()):
+            break
+        if failures > max_failures:
+            stopped_early = True
             break
     if bar is not None:
         bar.close()
@@ -80,7 +84,6 @@ def evaluate(
     if m == 0:
         raise RuntimeError("no episode finished during evaluation; is env.max_episode_length set?")
     step_dt = float(getattr(env, "step_dt", 0.0)) or 1.0
-    stopped_early = m < num_episodes and failures > max_failures + 1e-9
     early = {"success_rate_at_most": (num_episodes - failures) / num_episodes, "episodes_planned": num_episodes} if stopped_early else {}
     return {
         "stopped_early": stopped_early,

@@ -82,8 +82,7 @@ def use_fused_adam(alg) -> bool:
     device_types = {p.device.type for p in params}
     if not device_types <= {"cpu", "cuda"}:
         return False
-    groups = [{**{k: v for k, v in g.items() if k != "params"}, "params": list(g["params"])} for g in opt.param_groups]
-    for g in groups:
-        g.pop("fused", None), g.pop("foreach", None)
+    # the same groups (parameters, lr, betas, ...) without the implementation flags
+    groups = [{k: v for k, v in g.items() if k not in ("fused", "foreach")} for g in opt.param_groups]
     alg.optimizer = torch.optim.Adam(groups, fused=True)
     return True
