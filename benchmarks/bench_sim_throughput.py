@@ -7,6 +7,7 @@ and critic groups). Random actions, domain randomization on, so resets happen.
 
     python benchmarks/bench_sim_throughput.py                       # 1, 1024, 16384, 65536 envs, CPU
     python benchmarks/bench_sim_throughput.py --compile --threads 2
+    python benchmarks/bench_sim_throughput.py --native --threads 2          # the C step (physics.native)
     python benchmarks/bench_sim_throughput.py --device cuda --num-envs 65536 262144
 """
 
@@ -22,13 +23,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def measure(num_envs: int, device: str, steps: int, compile_physics: bool, seed: int = 0) -> dict:
+def measure(num_envs: int, device: str, steps: int, compile_physics: bool, seed: int = 0, native: bool = False) -> dict:
     import torch
 
     from sim.envs import GotoEnv, GotoEnvCfg
 
     cfg = GotoEnvCfg()
     cfg.physics.compile = compile_physics
+    cfg.physics.native = native
     env = GotoEnv(cfg, num_envs=num_envs, device=device, seed=seed)
     gen = torch.Generator(device=device).manual_seed(seed)
     actions = [torch.rand((num_envs, 4), generator=gen, device=device) * 2 - 1 for _ in range(8)]
@@ -58,6 +60,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cpu", help="torch device")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--compile", action="store_true", help="fused torch.compile path (PhysicsCfg.compile): first step compiles")
+    p.add_argument("--native", action="store_true", help="the C step (PhysicsCfg.native, sim/envs/native): built with the system C compiler")
     p.add_argument("--seconds", type=float, default=3.0, help="approximate measuring time per batch size")
     args = p.parse_args(argv)
     import torch
@@ -65,14 +68,14 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"crazyflie-goto env throughput | device {args.device} | torch {torch.__version__} | threads {torch.get_num_threads()} "
-          f"| compile {args.compile} | {platform.processor() or platform.machine()} x{os.cpu_count()}")
+          f"| compile {args.compile} | native {args.native} | {platform.processor() or platform.machine()} x{os.cpu_count()}")
     # cpu steps/s: env steps per second of this process's CPU time; with --threads 1 on a shared
     # machine it is what an unshared core would give (wall time also counts waiting for the CPU)
     print(f"{'num_envs':>9} {'ms/step':>9} {'env steps/s':>14} {'cpu steps/s':>14} {'first step s':>13}")
     for n in args.num_envs:
-        probe = measure(n, args.device, 3, args.compile)  # its first step compiles (with --compile); later envs reuse the graph
+        probe = measure(n, args.device, 3, args.compile, native=args.native)  # its first step compiles (with --compile); later envs reuse the graph
         steps = max(5, min(2000, int(args.seconds / max(probe["ms_per_step"] / 1e3, 1e-6))))
-        r = measure(n, args.device, steps, args.compile)
+        r = measure(n, args.device, steps, args.compile, native=args.native)
         print(f"{n:>9} {r['ms_per_step']:>9.3f} {r['env_steps_per_s']:>14,.0f} {r['cpu_env_steps_per_s']:>14,.0f} "
               f"{probe['first_step_s']:>13.2f}", flush=True)
     return 0

@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "from the whole motor_time_constant_range_s, not from the training's motor_time_constant_train_range_s)")
     p.add_argument("--agent-cfg", default=None, metavar="JSON", help="JSON file or string merged into the rsl_rl train cfg, e.g. '{\"num_steps_per_env\": 32}'")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (1 is fastest on a shared or small CPU; raise it on a dedicated many-core machine)")
+    p.add_argument("--native", action="store_true", help="the same one-step computation as --compile, as C built with the system C compiler (~1 s, cached; CPU only; 3-5x --compile; needs gcc or clang)")
     p.add_argument("--compile", action="store_true", help="one torch.compiled graph per control step, resets included (2.4-5x the eager step at 1024+ envs; its own random stream; the first step compiles for 60-100 s on a fresh machine)")
     p.add_argument("--distributed", action="store_true", help="multi-GPU data-parallel training; launch with torchrun --nproc_per_node=N")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
@@ -305,12 +306,14 @@ def run(args, argv: list[str] | None = None) -> int:
             base["randomization"]["enabled"] = False
         if args.compile:
             base["physics"]["compile"] = True
+        if args.native:
+            base["physics"]["native"] = True
         env_cfg_dict = GotoEnvCfg.from_dict(base).validate().to_dict()
         eval_cfg = evaluation_cfg(env_cfg_dict)
         _deep_update(eval_cfg, _json_arg(args.eval_env_cfg, "--eval-env-cfg"))
         eval_env_cfg_dict = GotoEnvCfg.from_dict(eval_cfg).validate().to_dict()
-    elif args.env_cfg or args.eval_env_cfg or args.no_randomization or args.compile:
-        raise ConfigError("--env-cfg, --eval-env-cfg, --no-randomization and --compile apply to the built-in tasks only")
+    elif args.env_cfg or args.eval_env_cfg or args.no_randomization or args.compile or args.native:
+        raise ConfigError("--env-cfg, --eval-env-cfg, --no-randomization, --compile and --native apply to the built-in tasks only")
     agent_cfg = default_agent_cfg(args.task)
     _deep_update(agent_cfg, _json_arg(args.agent_cfg, "--agent-cfg"))
     saved_agent_cfg = copy.deepcopy(agent_cfg)

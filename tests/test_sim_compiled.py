@@ -19,51 +19,18 @@ import torch
 from sim.envs import GotoEnv, GotoEnvCfg, dynamics
 from sim.envs import step_core
 from sim.envs.terms import observations as obs_terms
-
-
-def _rollout(compile_step: bool, n: int = 8, steps: int = 40, uncompiled_graphs: bool = False):
-    cfg = GotoEnvCfg()
-    cfg.physics.compile = compile_step
-    cfg.command.episode_length_s = 0.15  # time-outs every 15 steps: resets inside the rollout
-    env = GotoEnv(cfg, num_envs=n, seed=3, noise_stream="counter", reset_stream="counter")
-    if uncompiled_graphs:  # the fused function runs eagerly: the same code, no compilation
-        env._fused_control = step_core.fused_control_step
-    gen = torch.Generator().manual_seed(0)
-    out = []
-    for i in range(steps):
-        a = (torch.rand(n, 4, generator=gen) * 2 - 1) * 1.5
-        if i == 5:
-            a[0] = float("nan")
-            a[1, 0] = float("inf")
-            a[2, 1] = -float("inf")
-        obs, rew, dones, extras = env.step(a)
-        out.append({"policy": obs["policy"].clone(), "critic": obs["critic"].clone(), "reward": rew.clone(), "dones": dones.clone(),
-                    **{f"end/{k}": v.clone() for k, v in extras["episode_end"].items()}})
-    return out
-
-
-def _assert_same(reference, other, exact=None):
-    assert sum(int(s["dones"].sum()) for s in reference) > 0, "the rollout must exercise resets"
-    for i, (e, c) in enumerate(zip(reference, other)):
-        for key in e:
-            assert e[key].dtype == c[key].dtype and e[key].shape == c[key].shape, (i, key)
-            if key in ("policy", "critic"):  # the fused step's are feature-major views (step_core.observation_groups)
-                assert c[key].stride() == (1, c[key].shape[0]), (i, key, c[key].stride())
-            else:
-                assert e[key].is_contiguous() == c[key].is_contiguous(), (i, key)
-            assert torch.allclose(e[key].double(), c[key].double(), atol=1e-5, rtol=1e-5), (i, key, (e[key].double() - c[key].double()).abs().max())
-            if exact is not None:
-                assert torch.equal(c[key], exact[i][key]), (i, key)
+from sim_step_helpers import assert_same as _assert_same
+from sim_step_helpers import rollout
 
 
 @pytest.mark.slow  # compiles two graphs (about 40-70 s on 2 shared cores)
 def test_compiled_step_matches_eager_step_and_is_deterministic():
-    eager, compiled, again = _rollout(False), _rollout(True), _rollout(True)
+    eager, compiled, again = rollout("eager"), rollout("compile"), rollout("compile")
     _assert_same(eager, compiled, exact=again)
 
 
 def test_structure_of_arrays_step_matches_eager_step_without_compiling():
-    _assert_same(_rollout(False), _rollout(True, uncompiled_graphs=True))
+    _assert_same(rollout("eager"), rollout("compile", uncompiled_graphs=True))
 
 
 def test_soa_physics_substep_matches_the_batched_one():

@@ -180,7 +180,7 @@ class GotoEnv(VecEnv):
         self._obs_high = torch.tensor(highs, **f32)
         self._noise_std = torch.tensor(stds, **f32) if self.cfg.randomization.enabled and any(stds) else None
         rcfg = c.randomization
-        self.compiled = bool(c.physics.compile)
+        self.compiled = bool(c.physics.compile or c.physics.native)  # the structure-of-arrays step, as a graph or as C
         self.noise_stream = _random_stream("noise_stream", noise_stream, self.compiled, "observation noise")
         self.reset_stream = _random_stream("reset_stream", reset_stream, self.compiled, "resets")
         self._draws = {NOISE_STREAM: 0, RESET_STREAM: 0}
@@ -227,9 +227,14 @@ class GotoEnv(VecEnv):
             self._params_soa = torch.zeros((layout.PARAM_ROWS, n), **f32)
             self._latency = torch.zeros(n, dtype=torch.long, device=dev)
             self._state = torch.zeros((layout.rows, n), **f32)
-            # the whole control step, resets and observations included, as one fused graph (see step_core);
-            # compiled on the first step
-            self._fused_control = torch.compile(fused_control_step, dynamic=False, fullgraph=True)
+            if c.physics.native:  # the same step as C, built now (sim/envs/native)
+                from sim.envs.native import NativeControlStep
+
+                self._fused_control = NativeControlStep(self._fused, n, dev)
+            else:
+                # the whole control step, resets and observations included, as one fused graph (see step_core);
+                # compiled on the first step
+                self._fused_control = torch.compile(fused_control_step, dynamic=False, fullgraph=True)
         self._reset_idx(torch.arange(n, device=dev))
         self._obs = self._compute_observations()
 
@@ -521,7 +526,7 @@ def _random_stream(name: str, value: str | None, compiled: bool, what: str) -> s
     if value not in ("generator", "counter"):
         raise ConfigError(f"{name} must be 'generator' or 'counter', got {value!r}")
     if compiled and value != "counter":
-        raise ConfigError(f"the compiled step (physics.compile) draws its {what} with {name}='counter'")
+        raise ConfigError(f"the compiled step (physics.compile or physics.native) draws its {what} with {name}='counter'")
     return value
 
 

@@ -36,6 +36,11 @@ class PhysicsCfg:
     observation noise and the reset draws come from in-graph counter-based generators
     (``GotoEnv(noise_stream="counter", reset_stream="counter")`` gives eager the same), so a seed gives other
     trajectories than eager; faster at large batch; the first step compiles (about a minute)."""
+    native: bool = False
+    """Run the compiled path's step (the same structure-of-arrays state, equations and counter-based random
+    streams) as C (sim/envs/native/control_step.c), built for the configuration with the system C compiler
+    (about 1 s, cached). CPU only; the fastest CPU path, 3-5x the compiled graph (benchmarks/README.md).
+    Exclusive with ``compile``. Results agree with the compiled graph's to float rounding."""
 
 
 @dataclass
@@ -193,6 +198,9 @@ class GotoEnvCfg:
                 f"physics.physics_rate_hz ({self.physics.physics_rate_hz}) must be an integer multiple of "
                 f"command.control_rate_hz ({self.command.control_rate_hz}); e.g. 200 or 500 for 100 Hz control"
             )
+        if self.physics.compile and self.physics.native:
+            raise ConfigError("physics.compile and physics.native are two ways to run the same step; set one of them "
+                              "(native on a CPU, compile on a GPU)")
         if self.command.episode_length_s * self.command.control_rate_hz < 1:
             raise ConfigError("command.episode_length_s is shorter than one control step; make it longer")
         if self.command.subgoal_radius_m <= 0:

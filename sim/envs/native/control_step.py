@@ -1,0 +1,110 @@
+"""``NativeControlStep``: ``step_core.fused_control_step`` run by the C kernel (control_step.c).
+
+A drop-in for the compiled graph on the CPU: the same call, the same structure-of-arrays state,
+the same counter-based random streams, the same results to float rounding
+(tests/test_sim_native.py). The outputs live in two sets of buffers owned by the step, used in
+turn: a step's outputs (observations, rewards, flags, the new state) stay valid until the step
+after the next one overwrites them, as Isaac Lab's environments reuse their reward and reset
+buffers. Consumers that keep them longer must clone them (rsl_rl's rollout storage copies).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import NamedTuple
+
+import torch
+
+from robot_hrl.errors import ConfigError
+from sim.envs.native.build import load_library
+from sim.envs.step_core import FusedConstants, StateLayout
+
+_STATS = 5
+_STATE_OUTPUTS = ("state_out", "params_out", "latency_out", "length_out")
+
+
+class _Outputs(ctypes.Structure):
+    """control_step.c's ``StepOutputs``: the output pointers, in the C struct's order."""
+
+    _fields_ = [(name, ctypes.c_void_p) for name in (
+        "state_out", "params_out", "latency_out", "length_out", "reward", "dones", "dones_long", "time_out", "crashed",
+        "out_of_bounds", "distance", "speed", "success", "rms", "length_end", "obs_rows", "action_rows", "stats", "block_stats",
+    )]
+
+
+class _BufferSet(NamedTuple):
+    """One set of output tensors and the C struct pointing at them."""
+
+    tensors: dict
+    struct: _Outputs
+
+
+class NativeControlStep:
+    """``fused_control_step`` for ``num_envs`` environments of one configuration, as compiled C.
+
+    Args:
+        f: the environment's ``FusedConstants`` (every value becomes a compile-time constant).
+        num_envs: the batch size the buffers are made for.
+        device: must be the CPU.
+    """
+
+    def __init__(self, f: FusedConstants, num_envs: int, device: torch.device | str = "cpu"):
+        if torch.device(device).type != "cpu":
+            raise ConfigError(f"physics.native runs on the CPU, not {device}; on a GPU use physics.compile")
+        self.constants = f
+        self.num_envs = int(num_envs)
+        lib, self.library_path = load_library(f)
+        self._step = lib.robot_hrl_control_step
+        self._step.restype = ctypes.c_int
+        self._step.argtypes = [ctypes.c_int64, ctypes.c_int] + [ctypes.c_void_p] * 7 + [ctypes.POINTER(_Outputs)]
+        self._lib = lib  # keeps the library loaded
+        self._buffers = (self._allocate(), self._allocate())
+
+    def _allocate(self) -> _BufferSet:
+        n, f = self.num_envs, self.constants
+        rows = StateLayout(int(f.latency_slots)).rows
+        obs = len(f.obs_low)
+        blocks = (n + 255) // 256
+        f32, u8, i64 = torch.float32, torch.uint8, torch.int64
+        shapes = {
+            "state_out": ((rows, n), f32), "params_out": ((StateLayout.PARAM_ROWS, n), f32), "latency_out": ((n,), i64),
+            "length_out": ((n,), i64), "reward": ((n,), f32), "dones": ((n,), u8), "dones_long": ((n,), i64),
+            "time_out": ((n,), u8), "crashed": ((n,), u8), "out_of_bounds": ((n,), u8), "distance": ((n,), f32),
+            "speed": ((n,), f32), "success": ((n,), u8), "rms": ((n,), f32), "length_end": ((n,), i64),
+            "obs_rows": ((2 * obs + 18, n), f32), "action_rows": ((4, n), f32), "stats": ((_STATS,), f32),
+            "block_stats": ((blocks * _STATS,), torch.float64),
+        }
+        tensors = {name: torch.zeros(shape, dtype=dtype) for name, (shape, dtype) in shapes.items()}
+        struct = _Outputs(**{name: t.data_ptr() for name, t in tensors.items()})
+        return _BufferSet(tensors, struct)
+
+    def __call__(
+        self, f: FusedConstants, actions: torch.Tensor, state: torch.Tensor, params: torch.Tensor,
+        latency_steps: torch.Tensor, episode_length: torch.Tensor, scalars: torch.Tensor, keys: torch.Tensor,
+    ) -> tuple:
+        """``fused_control_step(f, actions, state, params, latency_steps, episode_length, scalars, keys)``."""
+        if f is not self.constants and f != self.constants:
+            raise ConfigError("this NativeControlStep was built for other FusedConstants; build one per configuration")
+        n = self.num_envs
+        actions = actions.to(torch.float32).contiguous()
+        if actions.shape != (n, 4):
+            raise ValueError(f"actions must have shape ({n}, 4), got {tuple(actions.shape)}")
+        state, params = state.contiguous(), params.contiguous()
+        latency_steps, episode_length = latency_steps.to(torch.int64).contiguous(), episode_length.to(torch.int64).contiguous()
+        scalars, keys = scalars.to(torch.float32).contiguous(), keys.to(torch.int32).contiguous()
+        # the inputs are normally the last step's outputs: write the other set
+        inputs = {state.data_ptr(), params.data_ptr(), latency_steps.data_ptr(), episode_length.data_ptr()}
+        out = next((b for b in self._buffers if not inputs & {b.tensors[k].data_ptr() for k in _STATE_OUTPUTS}), None)
+        if out is None:
+            raise ValueError("the state, parameter, latency and episode-length inputs mix the outputs of two different steps; "
+                             "pass those of one step (or clones)")
+        self._step(
+            n, torch.get_num_threads(), actions.data_ptr(), state.data_ptr(), params.data_ptr(), latency_steps.data_ptr(),
+            episode_length.data_ptr(), scalars.data_ptr(), keys.data_ptr(), ctypes.byref(out.struct),
+        )
+        t = out.tensors
+        k = len(f.obs_low)
+        obs_rows = t["obs_rows"]
+        return (t["state_out"], t["params_out"], t["latency_out"], t["length_out"], t["reward"], t["dones"], t["dones_long"],
+                t["time_out"], t["crashed"], t["out_of_bounds"], t["distance"], t["speed"], t["success"], t["rms"],
+                t["length_end"], obs_rows[:k].t(), obs_rows[k:].t(), t["stats"], obs_rows, t["action_rows"])
