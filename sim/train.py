@@ -277,7 +277,9 @@ def run(args, argv: list[str] | None = None) -> int:
 
     from robot_hrl.errors import ConfigError
     from sim.agents.kl_schedule import DesiredKlSchedule
+    from sim.agents.fast_elu import use_fast_elu
     from sim.agents.update_speedups import install_permuted_mini_batches, use_fused_adam
+    from sim.envs.native import NativeBuildError
     from sim.envs.goto_env_cfg import GotoEnvCfg
     from sim.evaluation import evaluate, policy_act_fn
     from sim.runs import EVAL_FILE, RUN_CONFIG, latest_checkpoint
@@ -331,6 +333,12 @@ def run(args, argv: list[str] | None = None) -> int:
     # same mini-batches and update rule, less bookkeeping (sim/agents/update_speedups.py); before a resume loads the optimizer
     install_permuted_mini_batches(runner.alg)
     use_fused_adam(runner.alg)
+    if torch.device(device).type == "cpu":  # the same function, 3-4x faster on the CPU (sim/agents/fast_elu.py)
+        try:
+            use_fast_elu(runner.alg.actor)
+            use_fast_elu(runner.alg.critic)
+        except NativeBuildError as exc:
+            print(f"note: training with torch's ELU: {exc}")
     if args.resume:
         resume = Path(args.resume)
         ckpt = latest_checkpoint(resume) if resume.is_dir() else resume

@@ -135,7 +135,7 @@ def test_broken_compiler_output_is_reported(monkeypatch, tmp_path):
     monkeypatch.setenv("ROBOT_HRL_CACHE", str(tmp_path / "cache"))
     cfg = GotoEnvCfg()
     cfg.physics.native = True
-    with pytest.raises(NativeBuildError, match="(?s)building the native step failed.*out of memory"):
+    with pytest.raises(NativeBuildError, match="(?s)building control_step.c failed.*out of memory"):
         GotoEnv(cfg, num_envs=4, seed=0)
 
 

@@ -181,6 +181,7 @@ class GotoEnv(VecEnv):
         self._noise_std = torch.tensor(stds, **f32) if self.cfg.randomization.enabled and any(stds) else None
         rcfg = c.randomization
         self.compiled = bool(c.physics.compile or c.physics.native)  # the structure-of-arrays step, as a graph or as C
+        self._obs_cache: dict | None = None
         self.noise_stream = _random_stream("noise_stream", noise_stream, self.compiled, "observation noise")
         self.reset_stream = _random_stream("reset_stream", reset_stream, self.compiled, "resets")
         self._draws = {NOISE_STREAM: 0, RESET_STREAM: 0}
@@ -231,6 +232,7 @@ class GotoEnv(VecEnv):
                 from sim.envs.native import NativeControlStep
 
                 self._fused_control = NativeControlStep(self._fused, n, dev)
+                self._obs_cache = {}  # id(policy tensor) -> TensorDict (the tensors stay alive in it: ids are not reused)
             else:
                 # the whole control step, resets and observations included, as one fused graph (see step_core);
                 # compiled on the first step
@@ -344,7 +346,11 @@ class GotoEnv(VecEnv):
             means = stats[1:] / count
             (log["/episode/success_rate"], log["/episode/crash_rate"], log["/episode/out_of_bounds_rate"],
              log["/episode/final_position_error_m"]) = means.unbind()
-        self._obs = self._observation_dict(policy, critic)
+        if self._obs_cache is not None:  # the native step returns the same tensors every other step: one TensorDict each
+            cached = self._obs_cache.get(id(policy))
+            self._obs = cached if cached is not None else self._obs_cache.setdefault(id(policy), self._observation_dict(policy, critic))
+        else:
+            self._obs = self._observation_dict(policy, critic)
         return self._obs, rewards, dones_long, {"time_outs": time_out, "episode_end": episode_end, "log": log}
 
     def _observation_dict(self, policy: torch.Tensor, critic: torch.Tensor) -> TensorDict:

@@ -23,7 +23,6 @@ from robot_hrl.errors import ConfigError
 from sim.envs.step_core import RESET_UNIFORMS, FusedConstants, StateLayout
 
 SOURCE = Path(__file__).with_name("control_step.c")
-LIBRARY_NAME = "libcontrol_step.so"
 
 FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
 """No -ffast-math: NaN actions and non-finite states must keep torch's semantics (see control_step.c).
@@ -150,14 +149,14 @@ def config_header(f: FusedConstants) -> str:
     return body + f'#define CONFIG_DIGEST "{digest}"\n'
 
 
-def find_compiler() -> str:
-    """The C compiler: ``$CC``, else cc or gcc on the PATH; a clear error without one."""
+def find_compiler(fallback: str = "physics.native off") -> str:
+    """The C compiler: ``$CC``, else cc, gcc or clang on the PATH; a clear error without one."""
     for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if candidate and shutil.which(candidate):
             return candidate
     raise NativeBuildError(
-        "physics.native needs a C compiler and none was found ($CC, cc, gcc, clang); install one "
-        "(Debian/Ubuntu: sudo apt install gcc) or leave physics.native off (the torch step runs without it)"
+        "no C compiler was found ($CC, cc, gcc, clang) to build the native code; install one "
+        f"(Debian/Ubuntu: sudo apt install gcc) or use {fallback} (the torch code runs without it)"
     )
 
 
@@ -176,45 +175,56 @@ def cache_root() -> Path:
 
 
 def load_library(f: FusedConstants) -> tuple[ctypes.CDLL, Path]:
-    """Build (or find in the cache) and load the library of ``f``; a cached file that does not load
-    (truncated, or built for another machine) is rebuilt once."""
-    path = build_library(f)
-    try:
-        return ctypes.CDLL(str(path)), path
-    except OSError:
-        path.unlink(missing_ok=True)
-        path = build_library(f)
-        try:
-            return ctypes.CDLL(str(path)), path
-        except OSError as exc:
-            raise NativeBuildError(f"the native step built at {path} does not load ({exc}); delete {cache_root()} "
-                                   "and retry, or leave physics.native off") from None
+    """Build (or find in the cache) and load the control-step library of ``f``."""
+    return load_cached(lambda: build_library(f), "physics.native off")
 
 
 def build_library(f: FusedConstants) -> Path:
     """The shared library of ``control_step.c`` for the configuration ``f`` (built once, then cached)."""
-    header = config_header(f)
-    cc = find_compiler()
+    return compile_library({"control_step.c": SOURCE.read_text(), "step_config.h": config_header(f)}, "control_step.c",
+                           "physics.native off")
+
+
+def load_cached(build, fallback: str) -> tuple[ctypes.CDLL, Path]:
+    """Load the library ``build()`` returns; a cached file that does not load (truncated, or built for
+    another machine) is rebuilt once. ``fallback`` names what to do instead, for the error."""
+    path = build()
+    try:
+        return ctypes.CDLL(str(path)), path
+    except OSError:
+        path.unlink(missing_ok=True)
+        path = build()
+        try:
+            return ctypes.CDLL(str(path)), path
+        except OSError as exc:
+            raise NativeBuildError(f"the native library built at {path} does not load ({exc}); delete {cache_root()} "
+                                   f"and retry, or use {fallback}") from None
+
+
+def compile_library(files: dict[str, str], main: str, fallback: str) -> Path:
+    """Compile ``main`` of ``files`` (name -> C text, headers included) into a shared library, cached by a
+    digest of the files, the compiler, its flags and the CPU. ``fallback`` names what to do instead, for
+    the errors."""
+    cc = find_compiler(fallback)
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    source = SOURCE.read_text()
-    digest = hashlib.sha256("\0".join((header, source, cc, version, " ".join(FLAGS + OPENMP_FLAGS), _cpu_identity())).encode()).hexdigest()[:20]
-    target = cache_root() / digest / LIBRARY_NAME
+    texts = [f"{name}\0{text}" for name, text in sorted(files.items())]
+    digest = hashlib.sha256("\0".join((*texts, cc, version, " ".join(FLAGS + OPENMP_FLAGS), _cpu_identity())).encode()).hexdigest()[:20]
+    target = cache_root() / digest / f"lib{Path(main).stem}.so"
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        (Path(tmp) / "step_config.h").write_text(header)
-        (Path(tmp) / "control_step.c").write_text(source)
-        out = Path(tmp) / LIBRARY_NAME
+        for name, text in files.items():
+            (Path(tmp) / name).write_text(text)
+        out = Path(tmp) / target.name
         errors = []
         for extra in (OPENMP_FLAGS, ()):  # without OpenMP (e.g. clang without libomp): one thread
-            cmd = [cc, *FLAGS, *extra, "-I", tmp, str(Path(tmp) / "control_step.c"), "-o", str(out), "-lm"]
+            cmd = [cc, *FLAGS, *extra, "-I", tmp, str(Path(tmp) / main), "-o", str(out), "-lm"]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode == 0:
                 break
             errors.append(f"$ {' '.join(cmd)}\n{proc.stderr.strip()}")
         else:
-            raise NativeBuildError("building the native step failed; fix the compiler setup or leave physics.native off:\n"
-                                   + "\n\n".join(errors))
+            raise NativeBuildError(f"building {main} failed; fix the compiler setup or use {fallback}:\n" + "\n\n".join(errors))
         os.replace(out, target)  # atomic: a concurrent build of the same digest is harmless
     return target

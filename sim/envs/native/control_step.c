@@ -491,31 +491,37 @@ static void observation_block(int64_t n, int64_t lo, int64_t hi, uint32_t noise_
     }
 }
 
+/* One block of environments: physics, the resets of its finished environments, its observations. */
+static void step_block(int64_t n, int64_t b, const float *actions, const float *state_in, const float *params_in,
+                       const int64_t *latency_in, const int64_t *length_in, const float *scalars, const int32_t *keys,
+                       const StepOutputs *o) {
+    const int64_t lo = b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    physics_block(n, lo, hi, actions, state_in, params_in, latency_in, length_in, scalars[0], scalars[1], o);
+    double acc[NSTATS] = {0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int64_t e = lo; e < hi; e++) {
+        if (!o->dones[e]) continue;
+        acc[STAT_COUNT] += 1.0;
+        acc[STAT_SUCCESS] += o->success[e];
+        acc[STAT_CRASH] += o->crashed[e];
+        acc[STAT_OUT] += o->out_of_bounds[e];
+        acc[STAT_DISTANCE] += o->distance[e];
+        reset_env(n, e, (uint32_t)keys[1], scalars[2], o);
+    }
+    for (int i = 0; i < NSTATS; i++) o->block_stats[b * NSTATS + i] = acc[i];
+    observation_block(n, lo, hi, (uint32_t)keys[0], scalars[3], o);
+}
+
 /* The whole step. scalars: (disturbance scale of the step, action-rate weight, start-state scale of
  * the resets, disturbance scale of the new observations); keys: (noise key, reset key). Returns 0. */
 int robot_hrl_control_step(int64_t n, int threads, const float *actions, const float *state_in, const float *params_in,
                            const int64_t *latency_in, const int64_t *length_in, const float *scalars, const int32_t *keys,
                            const StepOutputs *o) {
     const int64_t blocks = (n + BLOCK - 1) / BLOCK;
-    const float dist_scale = scalars[0], action_rate_weight = scalars[1], start_scale = scalars[2], obs_dist_scale = scalars[3];
-    const uint32_t noise_key = (uint32_t)keys[0], reset_key = (uint32_t)keys[1];
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && blocks > 1)
-    for (int64_t b = 0; b < blocks; b++) {
-        const int64_t lo = b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-        physics_block(n, lo, hi, actions, state_in, params_in, latency_in, length_in, dist_scale, action_rate_weight, o);
-        double acc[NSTATS] = {0.0, 0.0, 0.0, 0.0, 0.0};
-        for (int64_t e = lo; e < hi; e++) {
-            if (!o->dones[e]) continue;
-            acc[STAT_COUNT] += 1.0;
-            acc[STAT_SUCCESS] += o->success[e];
-            acc[STAT_CRASH] += o->crashed[e];
-            acc[STAT_OUT] += o->out_of_bounds[e];
-            acc[STAT_DISTANCE] += o->distance[e];
-            reset_env(n, e, reset_key, start_scale, o);
-        }
-        UNROLL
-        for (int i = 0; i < NSTATS; i++) o->block_stats[b * NSTATS + i] = acc[i];
-        observation_block(n, lo, hi, noise_key, obs_dist_scale, o);
+    if (threads > 1 && blocks > 1) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t b = 0; b < blocks; b++) step_block(n, b, actions, state_in, params_in, latency_in, length_in, scalars, keys, o);
+    } else { /* (not an if() clause: with GCC 12 a region whose if() is false ran many times slower than the loop) */
+        for (int64_t b = 0; b < blocks; b++) step_block(n, b, actions, state_in, params_in, latency_in, length_in, scalars, keys, o);
     }
     /* the sums in block order: the same for any number of threads */
     double total[NSTATS] = {0.0, 0.0, 0.0, 0.0, 0.0};

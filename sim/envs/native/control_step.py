@@ -33,10 +33,13 @@ class _Outputs(ctypes.Structure):
 
 
 class _BufferSet(NamedTuple):
-    """One set of output tensors and the C struct pointing at them."""
+    """One set of output tensors, the C struct pointing at them, and the step's result tuple (the same
+    tensor objects every time, so that callers can cache what they build on them)."""
 
     tensors: dict
     struct: _Outputs
+    state_pointers: frozenset
+    result: tuple
 
 
 class NativeControlStep:
@@ -74,9 +77,13 @@ class NativeControlStep:
             "obs_rows": ((2 * obs + 18, n), f32), "action_rows": ((4, n), f32), "stats": ((_STATS,), f32),
             "block_stats": ((blocks * _STATS,), torch.float64),
         }
-        tensors = {name: torch.zeros(shape, dtype=dtype) for name, (shape, dtype) in shapes.items()}
-        struct = _Outputs(**{name: t.data_ptr() for name, t in tensors.items()})
-        return _BufferSet(tensors, struct)
+        t = {name: torch.zeros(shape, dtype=dtype) for name, (shape, dtype) in shapes.items()}
+        struct = _Outputs(**{name: v.data_ptr() for name, v in t.items()})
+        rows = t["obs_rows"]
+        result = (t["state_out"], t["params_out"], t["latency_out"], t["length_out"], t["reward"], t["dones"], t["dones_long"],
+                  t["time_out"], t["crashed"], t["out_of_bounds"], t["distance"], t["speed"], t["success"], t["rms"],
+                  t["length_end"], rows[:obs].t(), rows[obs:].t(), t["stats"], rows, t["action_rows"])
+        return _BufferSet(t, struct, frozenset(t[k].data_ptr() for k in _STATE_OUTPUTS), result)
 
     def __call__(
         self, f: FusedConstants, actions: torch.Tensor, state: torch.Tensor, params: torch.Tensor,
@@ -86,25 +93,27 @@ class NativeControlStep:
         if f is not self.constants and f != self.constants:
             raise ConfigError("this NativeControlStep was built for other FusedConstants; build one per configuration")
         n = self.num_envs
-        actions = actions.to(torch.float32).contiguous()
         if actions.shape != (n, 4):
             raise ValueError(f"actions must have shape ({n}, 4), got {tuple(actions.shape)}")
-        state, params = state.contiguous(), params.contiguous()
-        latency_steps, episode_length = latency_steps.to(torch.int64).contiguous(), episode_length.to(torch.int64).contiguous()
-        scalars, keys = scalars.to(torch.float32).contiguous(), keys.to(torch.int32).contiguous()
+        actions, state, params, latency_steps, episode_length, scalars, keys = (
+            _as(v, dtype) for v, dtype in ((actions, torch.float32), (state, torch.float32), (params, torch.float32),
+                                           (latency_steps, torch.int64), (episode_length, torch.int64),
+                                           (scalars, torch.float32), (keys, torch.int32)))
         # the inputs are normally the last step's outputs: write the other set
         inputs = {state.data_ptr(), params.data_ptr(), latency_steps.data_ptr(), episode_length.data_ptr()}
-        out = next((b for b in self._buffers if not inputs & {b.tensors[k].data_ptr() for k in _STATE_OUTPUTS}), None)
-        if out is None:
+        out = self._buffers[0] if inputs.isdisjoint(self._buffers[0].state_pointers) else self._buffers[1]
+        if not inputs.isdisjoint(out.state_pointers):
             raise ValueError("the state, parameter, latency and episode-length inputs mix the outputs of two different steps; "
                              "pass those of one step (or clones)")
         self._step(
             n, torch.get_num_threads(), actions.data_ptr(), state.data_ptr(), params.data_ptr(), latency_steps.data_ptr(),
             episode_length.data_ptr(), scalars.data_ptr(), keys.data_ptr(), ctypes.byref(out.struct),
         )
-        t = out.tensors
-        k = len(f.obs_low)
-        obs_rows = t["obs_rows"]
-        return (t["state_out"], t["params_out"], t["latency_out"], t["length_out"], t["reward"], t["dones"], t["dones_long"],
-                t["time_out"], t["crashed"], t["out_of_bounds"], t["distance"], t["speed"], t["success"], t["rms"],
-                t["length_end"], obs_rows[:k].t(), obs_rows[k:].t(), t["stats"], obs_rows, t["action_rows"])
+        return out.result
+
+
+def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t`` as a contiguous CPU tensor of ``dtype`` (itself when it already is one)."""
+    if t.dtype != dtype or t.device.type != "cpu":
+        t = t.to("cpu", dtype)
+    return t if t.is_contiguous() else t.contiguous()
