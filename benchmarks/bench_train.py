@@ -36,7 +36,8 @@ def main(argv=None) -> int:
     p.add_argument("--eval-episodes", type=int, default=1000, help="final evaluation episodes")
     p.add_argument("--eval-episodes-during-training", type=int, default=1000, help="episodes of each evaluation that decides the stop")
     p.add_argument("--compile", action="store_true", help="sim/train.py --compile: the compiled env for training and evaluations (the first run on a machine compiles for minutes; later runs load inductor's cache)")
-    p.add_argument("--native", action="store_true", help="sim/train.py --native: the C step for training and evaluations (built in ~1 s)")
+    p.add_argument("--native", action="store_true", help="sim/train.py --native: the C step for training and evaluations (built in ~1 s; sim/train.py's default on a CPU with a C compiler)")
+    p.add_argument("--eager", action="store_true", help="sim/train.py --eager: the plain torch step")
     p.add_argument("--run-dir", default=None, help="keep the run here (default: a temporary directory)")
     args = p.parse_args(argv)
     from sim.train import main as train_main
@@ -50,7 +51,7 @@ def main(argv=None) -> int:
             "--max-iterations", str(args.max_iterations), "--seed", str(args.seed), "--target-success", str(args.target_success),
             "--eval-interval", str(args.eval_interval), "--eval-skip-margin", str(args.eval_skip_margin), "--eval-episodes", str(args.eval_episodes),
             "--eval-episodes-during-training", str(args.eval_episodes_during_training),
-            "--run-dir", str(run_dir), "--no-progress", *(["--compile"] if args.compile else []), *(["--native"] if args.native else []),
+            "--run-dir", str(run_dir), "--no-progress", *(["--compile"] if args.compile else []), *(["--native"] if args.native else []), *(["--eager"] if args.eager else []),
         ])
         total = time.perf_counter() - t0
         load_after = os.getloadavg()[0]

@@ -66,8 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "from the whole motor_time_constant_range_s, not from the training's motor_time_constant_train_range_s)")
     p.add_argument("--agent-cfg", default=None, metavar="JSON", help="JSON file or string merged into the rsl_rl train cfg, e.g. '{\"num_steps_per_env\": 32}'")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (1 is fastest on a shared or small CPU; raise it on a dedicated many-core machine)")
-    p.add_argument("--native", action="store_true", help="the same one-step computation as --compile, as C built with the system C compiler (~1 s, cached; CPU only; 3-5x --compile; needs gcc or clang)")
-    p.add_argument("--compile", action="store_true", help="one torch.compiled graph per control step, resets included (2.4-5x the eager step at 1024+ envs; its own random stream; the first step compiles for 60-100 s on a fresh machine)")
+    step = p.add_mutually_exclusive_group()
+    step.add_argument("--native", action="store_true", help="the simulator step as C built with the system C compiler (~1 s, cached): the compiled path's "
+                      "computation and random stream, 10-20x the eager step; the default on the CPU when a C compiler is found")
+    step.add_argument("--compile", action="store_true", help="one torch.compiled graph per control step, resets included (2.4-5x the eager step at 1024+ envs; "
+                      "the native step's random stream; the first step compiles for 60-100 s on a fresh machine; for GPUs)")
+    step.add_argument("--eager", action="store_true", help="the plain torch step (its own random stream; the default on GPUs, and on CPUs without a C compiler)")
     p.add_argument("--distributed", action="store_true", help="multi-GPU data-parallel training; launch with torchrun --nproc_per_node=N")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
     return p
@@ -111,6 +115,23 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def _native_by_default(args, device: str) -> bool:
+    """No step flag on a CPU: the native step when a C compiler is there (else eager, with a note)."""
+    import torch
+
+    from sim.envs.native import NativeBuildError
+    from sim.envs.native.build import find_compiler
+
+    if args.eager or args.compile or args.native or torch.device(device).type != "cpu":
+        return False
+    try:
+        find_compiler("--eager")
+    except NativeBuildError as exc:
+        print(f"note: the eager simulator step: {exc}")
+        return False
+    return True
 
 
 def validate_args(args) -> None:
@@ -303,19 +324,21 @@ def run(args, argv: list[str] | None = None) -> int:
     env_cfg_dict: dict | None = None
     if args.task in TASKS:
         base = GotoEnvCfg().to_dict()
-        _deep_update(base, _json_arg(args.env_cfg, "--env-cfg"))
+        overrides = _json_arg(args.env_cfg, "--env-cfg")
+        _deep_update(base, overrides)
         if args.no_randomization:
             base["randomization"]["enabled"] = False
         if args.compile:
             base["physics"]["compile"] = True
-        if args.native:
+        step_chosen = isinstance(overrides.get("physics"), dict) and {"native", "compile"} & set(overrides["physics"])
+        if args.native or (not step_chosen and _native_by_default(args, device)):
             base["physics"]["native"] = True
         env_cfg_dict = GotoEnvCfg.from_dict(base).validate().to_dict()
         eval_cfg = evaluation_cfg(env_cfg_dict)
         _deep_update(eval_cfg, _json_arg(args.eval_env_cfg, "--eval-env-cfg"))
         eval_env_cfg_dict = GotoEnvCfg.from_dict(eval_cfg).validate().to_dict()
-    elif args.env_cfg or args.eval_env_cfg or args.no_randomization or args.compile or args.native:
-        raise ConfigError("--env-cfg, --eval-env-cfg, --no-randomization, --compile and --native apply to the built-in tasks only")
+    elif args.env_cfg or args.eval_env_cfg or args.no_randomization or args.compile or args.native or args.eager:
+        raise ConfigError("--env-cfg, --eval-env-cfg, --no-randomization, --compile, --native and --eager apply to the built-in tasks only")
     agent_cfg = default_agent_cfg(args.task)
     _deep_update(agent_cfg, _json_arg(args.agent_cfg, "--agent-cfg"))
     saved_agent_cfg = copy.deepcopy(agent_cfg)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 import torch
@@ -172,15 +173,30 @@ def test_header_carries_the_configuration():
     assert build_library(GotoEnv(cfg2, num_envs=2, seed=0)._fused) != env._fused_control.library_path
 
 
-def test_train_native_runs_and_records_it(tmp_path):
+@pytest.mark.parametrize("flags, native", [([], True), (["--native"], True), (["--eager"], False)])
+def test_train_uses_the_native_step_by_default_on_the_cpu(tmp_path, flags, native):
     from sim.train import main
 
     run = tmp_path / "run"
-    rc = main(["--native", "--num-envs", "64", "--max-iterations", "2", "--eval-episodes", "20", "--run-dir", str(run),
+    rc = main([*flags, "--num-envs", "64", "--max-iterations", "2", "--eval-episodes", "20", "--run-dir", str(run),
                "--no-progress", "--seed", "1"])
     assert rc == 0
     config = json.loads((run / "run_config.json").read_text())
-    assert config["env_cfg"]["physics"]["native"] is True
+    assert config["env_cfg"]["physics"]["native"] is native
     result = json.loads((run / "eval.json").read_text())
     assert result["env_steps"] == 2 * 64 * 16 and 0.0 <= result["success_rate"] <= 1.0
     assert math.isfinite(result["mean_final_position_error_m"])
+
+
+def test_train_without_a_compiler_falls_back_to_eager(tmp_path, monkeypatch, capsys):
+    from sim.train import main
+
+    bin_dir = tmp_path / "bin"  # git (rsl_rl records the code state) but no cc, gcc or clang
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    run = tmp_path / "run"
+    assert main(["--num-envs", "16", "--max-iterations", "1", "--eval-episodes", "4", "--run-dir", str(run), "--no-progress"]) == 0
+    assert json.loads((run / "run_config.json").read_text())["env_cfg"]["physics"]["native"] is False
+    assert "note: the eager simulator step: no C compiler was found" in capsys.readouterr().out
