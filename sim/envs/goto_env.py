@@ -181,7 +181,8 @@ class GotoEnv(VecEnv):
         self._noise_std = torch.tensor(stds, **f32) if self.cfg.randomization.enabled and any(stds) else None
         rcfg = c.randomization
         self.compiled = bool(c.physics.compile or c.physics.native)  # the structure-of-arrays step, as a graph or as C
-        self._obs_cache: dict | None = None
+        self._native: "NativeControlStep | None" = None
+        self._native_views: dict[int, tuple] = {}  # buffer set of the native step -> (TensorDict, episode_end, time_out)
         self.noise_stream = _random_stream("noise_stream", noise_stream, self.compiled, "observation noise")
         self.reset_stream = _random_stream("reset_stream", reset_stream, self.compiled, "resets")
         self._draws = {NOISE_STREAM: 0, RESET_STREAM: 0}
@@ -231,8 +232,7 @@ class GotoEnv(VecEnv):
             if c.physics.native:  # the same step as C, built now (sim/envs/native)
                 from sim.envs.native import NativeControlStep
 
-                self._fused_control = NativeControlStep(self._fused, n, dev)
-                self._obs_cache = {}  # id(policy tensor) -> TensorDict (the tensors stay alive in it: ids are not reused)
+                self._native = self._fused_control = NativeControlStep(self._fused, n, dev)
             else:
                 # the whole control step, resets and observations included, as one fused graph (see step_core);
                 # compiled on the first step
@@ -317,41 +317,43 @@ class GotoEnv(VecEnv):
         return extras, done_ids
 
     def _step_compiled(self, actions) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
-        """``step`` as one fused graph (step_core.fused_control_step) on the structure-of-arrays state: the eager
-        step's computation and random stream (with ``noise_stream="counter", reset_stream="counter"``)."""
+        """``step`` as one fused graph (step_core.fused_control_step), or its C twin, on the structure-of-arrays
+        state: the eager step's computation and random stream (with ``noise_stream="counter", reset_stream="counter"``)."""
         raw = self._check_actions(actions)
         cur, counter = self.cfg.curriculum, self.common_step_counter
         progress = curriculum_terms.ramp_progress(cur, counter)
         after = curriculum_terms.ramp_progress(cur, counter + 1)  # the resets and the new observations see the next step's
-        scalars = torch.tensor(
-            (curriculum_terms.ramp(cur.disturbance_scale, progress),
-             self.cfg.rewards.action_rate_weight * curriculum_terms.ramp(cur.action_rate_weight_scale, progress),
-             curriculum_terms.ramp(cur.initial_state_scale, after), curriculum_terms.ramp(cur.disturbance_scale, after)),
-            dtype=torch.float32, device=self.device,
-        )
-        keys = torch.tensor((self._next_key(NOISE_STREAM), self._next_key(RESET_STREAM)), dtype=torch.int32, device=self.device)
-        (self._state, self._params_soa, self._latency, self.episode_length_buf, rewards, dones, dones_long, time_out, crashed, out,
-         distance, speed, success, rms, length, policy, critic, stats, *_) = self._fused_control(
-            self._fused, raw, self._state, self._params_soa, self._latency, self.episode_length_buf, scalars, keys,
-        )
-        self.common_step_counter += 1
-        dones, time_out, crashed, out, success = (t.view(torch.bool) for t in (dones, time_out, crashed, out, success))
-        episode_end = {
-            "dones": dones, "success": success, "crashed": crashed, "out_of_bounds": out, "time_out": time_out,
-            "final_position_error_m": distance, "final_speed_mps": speed, "rms_position_error_m": rms, "episode_length": length,
-        }
-        log = {"/curriculum/progress": progress}
-        count = float(stats[0])  # (CPU: no device synchronization)
-        if count > 0:  # the eager step's means over the finished episodes
-            means = stats[1:] / count
-            (log["/episode/success_rate"], log["/episode/crash_rate"], log["/episode/out_of_bounds_rate"],
-             log["/episode/final_position_error_m"]) = means.unbind()
-        if self._obs_cache is not None:  # the native step returns the same tensors every other step: one TensorDict each
-            cached = self._obs_cache.get(id(policy))
-            self._obs = cached if cached is not None else self._obs_cache.setdefault(id(policy), self._observation_dict(policy, critic))
+        scalars = (curriculum_terms.ramp(cur.disturbance_scale, progress),
+                   self.cfg.rewards.action_rate_weight * curriculum_terms.ramp(cur.action_rate_weight_scale, progress),
+                   curriculum_terms.ramp(cur.initial_state_scale, after), curriculum_terms.ramp(cur.disturbance_scale, after))
+        keys = (self._next_key(NOISE_STREAM), self._next_key(RESET_STREAM))
+        if self._native is not None:  # (numbers, not tensors: at 1024 envs the per-step Python work is as long as the C)
+            slot, result = self._native.step_numbers(raw, self._state, self._params_soa, self._latency, self.episode_length_buf, scalars, keys)
         else:
-            self._obs = self._observation_dict(policy, critic)
-        return self._obs, rewards, dones_long, {"time_outs": time_out, "episode_end": episode_end, "log": log}
+            slot, result = None, self._fused_control(
+                self._fused, raw, self._state, self._params_soa, self._latency, self.episode_length_buf,
+                torch.tensor(scalars, dtype=torch.float32, device=self.device), torch.tensor(keys, dtype=torch.int32, device=self.device),
+            )
+        (self._state, self._params_soa, self._latency, self.episode_length_buf, rewards, dones, dones_long, time_out, crashed, out,
+         distance, speed, success, rms, length, policy, critic, stats, *_) = result
+        self.common_step_counter += 1
+        views = self._native_views.get(slot) if slot is not None else None
+        if views is None:  # the native step returns the same tensors from each of its two buffer sets: built once per set
+            dones, time_out, crashed, out, success = (t.view(torch.bool) for t in (dones, time_out, crashed, out, success))
+            episode_end = {
+                "dones": dones, "success": success, "crashed": crashed, "out_of_bounds": out, "time_out": time_out,
+                "final_position_error_m": distance, "final_speed_mps": speed, "rms_position_error_m": rms, "episode_length": length,
+            }
+            views = (self._observation_dict(policy, critic), episode_end, time_out)
+            if slot is not None:
+                self._native_views[slot] = views
+        self._obs, episode_end, time_out = views
+        log = {"/curriculum/progress": progress}
+        count, successes, crashes, outs, distance_sum = stats.tolist()  # (CPU: no device synchronization)
+        if count > 0:  # the eager step's means over the finished episodes
+            log["/episode/success_rate"], log["/episode/crash_rate"] = successes / count, crashes / count
+            log["/episode/out_of_bounds_rate"], log["/episode/final_position_error_m"] = outs / count, distance_sum / count
+        return self._obs, rewards, dones_long, {"time_outs": time_out, "episode_end": dict(episode_end), "log": log}
 
     def _observation_dict(self, policy: torch.Tensor, critic: torch.Tensor) -> TensorDict:
         return TensorDict({"policy": policy, "critic": critic}, batch_size=[self.num_envs], device=self.device)

@@ -59,9 +59,12 @@ class NativeControlStep:
         lib, self.library_path = load_library(f)
         self._step = lib.robot_hrl_control_step
         self._step.restype = ctypes.c_int
-        self._step.argtypes = [ctypes.c_int64, ctypes.c_int] + [ctypes.c_void_p] * 7 + [ctypes.POINTER(_Outputs)]
+        self._step.argtypes = ([ctypes.c_int64, ctypes.c_int] + [ctypes.c_void_p] * 5
+                               + [ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(_Outputs)])
         self._lib = lib  # keeps the library loaded
         self._buffers = (self._allocate(), self._allocate())
+        self._scalars = (ctypes.c_float * 4)()
+        self._keys = (ctypes.c_int32 * 2)()
 
     def _allocate(self) -> _BufferSet:
         n, f = self.num_envs, self.constants
@@ -92,24 +95,35 @@ class NativeControlStep:
         """``fused_control_step(f, actions, state, params, latency_steps, episode_length, scalars, keys)``."""
         if f is not self.constants and f != self.constants:
             raise ConfigError("this NativeControlStep was built for other FusedConstants; build one per configuration")
+        return self.step_numbers(actions, state, params, latency_steps, episode_length, tuple(scalars.tolist()), tuple(keys.tolist()))[1]
+
+    def step_numbers(
+        self, actions: torch.Tensor, state: torch.Tensor, params: torch.Tensor, latency_steps: torch.Tensor,
+        episode_length: torch.Tensor, scalars: tuple, keys: tuple,
+    ) -> tuple[int, tuple]:
+        """The step with the scalars and keys as numbers; returns (the buffer set written, 0 or 1; the outputs).
+
+        The outputs of a buffer set are the same tensor objects every time, so a caller can build its views
+        of them once per set (``GotoEnv`` does)."""
         n = self.num_envs
         if actions.shape != (n, 4):
             raise ValueError(f"actions must have shape ({n}, 4), got {tuple(actions.shape)}")
-        actions, state, params, latency_steps, episode_length, scalars, keys = (
-            _as(v, dtype) for v, dtype in ((actions, torch.float32), (state, torch.float32), (params, torch.float32),
-                                           (latency_steps, torch.int64), (episode_length, torch.int64),
-                                           (scalars, torch.float32), (keys, torch.int32)))
+        actions, state, params = _as(actions, torch.float32), _as(state, torch.float32), _as(params, torch.float32)
+        latency_steps, episode_length = _as(latency_steps, torch.int64), _as(episode_length, torch.int64)
         # the inputs are normally the last step's outputs: write the other set
         inputs = {state.data_ptr(), params.data_ptr(), latency_steps.data_ptr(), episode_length.data_ptr()}
-        out = self._buffers[0] if inputs.isdisjoint(self._buffers[0].state_pointers) else self._buffers[1]
+        slot = 0 if inputs.isdisjoint(self._buffers[0].state_pointers) else 1
+        out = self._buffers[slot]
         if not inputs.isdisjoint(out.state_pointers):
             raise ValueError("the state, parameter, latency and episode-length inputs mix the outputs of two different steps; "
                              "pass those of one step (or clones)")
+        self._scalars[:] = scalars
+        self._keys[:] = keys
         self._step(
             n, torch.get_num_threads(), actions.data_ptr(), state.data_ptr(), params.data_ptr(), latency_steps.data_ptr(),
-            episode_length.data_ptr(), scalars.data_ptr(), keys.data_ptr(), ctypes.byref(out.struct),
+            episode_length.data_ptr(), self._scalars, self._keys, ctypes.byref(out.struct),
         )
-        return out.result
+        return slot, out.result
 
 
 def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
