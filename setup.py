@@ -48,7 +48,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["robot_hrl", "robot_hrl.*", "sim", "sim.*", "deploy", "deploy.*"]),
     include_package_data=True,
-    package_data={"sim.envs.native": ["*.c"]},  # built at run time (physics.native)
+    package_data={"sim.envs.native": ["*.c", "*.h"], "sim.agents": ["*.c"]},  # built at run time (physics.native, the CPU ELU)
     install_requires=RUNTIME,
     extras_require={"train": TRAIN, "deploy": DEPLOY, "dev": DEV},
     data_files=[

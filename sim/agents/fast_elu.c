@@ -6,23 +6,9 @@
  *
  * forward: y = x > 0 ? x : exp(x) - 1; backward from the output: dy/dx = y > 0 ? 1 : y + 1 (= exp(x)).
  */
-#include <math.h>
 #include <stdint.h>
-#include <string.h>
 
-static inline float as_float(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
-
-static inline float exp_f(float x) {
-    float c = x > 88.3762626647949f ? 88.3762626647949f : x;
-    c = c < -87.3365447505531f ? -87.3365447505531f : c;
-    float fx = floorf(c * 1.44269504088896341f + 0.5f);
-    float r = c - fx * 0.693359375f + fx * 2.12194440e-4f;
-    float z = r * r;
-    float y = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r
-                + 1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
-    float res = y * as_float(((int32_t)fx + 127) << 23);
-    return x != x ? x : res;
-}
+#include "vector_math.h" /* sim/envs/native/vector_math.h: exp_f */
 
 #define PARALLEL_ABOVE 65536 /* elements: below, a second thread costs more than it saves */
 #define CHUNK 16384

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from sim.envs.native.build import compile_library, load_cached
+from sim.envs.native.build import compile_library, load_cached, shared_headers
 
 SOURCE = Path(__file__).with_name("fast_elu.c")
 _lib: ctypes.CDLL | None = None
@@ -25,7 +25,8 @@ _lib: ctypes.CDLL | None = None
 def _library() -> ctypes.CDLL:
     global _lib
     if _lib is None:
-        lib, _ = load_cached(lambda: compile_library({"fast_elu.c": SOURCE.read_text()}, "fast_elu.c", "torch's ELU"), "torch's ELU")
+        files = {"fast_elu.c": SOURCE.read_text(), **shared_headers()}
+        lib, _ = load_cached(lambda: compile_library(files, "fast_elu.c", "torch's ELU"), "torch's ELU")
         for name, pointers in (("robot_hrl_elu_forward", 2), ("robot_hrl_elu_backward", 3)):
             fn = getattr(lib, name)
             fn.restype = None

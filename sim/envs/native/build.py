@@ -23,6 +23,7 @@ from robot_hrl.errors import ConfigError
 from sim.envs.step_core import RESET_UNIFORMS, FusedConstants, StateLayout
 
 SOURCE = Path(__file__).with_name("control_step.c")
+VECTOR_MATH = Path(__file__).with_name("vector_math.h")
 
 FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
 """No -ffast-math: NaN actions and non-finite states must keep torch's semantics (see control_step.c).
@@ -40,6 +41,11 @@ class NativeBuildError(ConfigError):
 def _float(x: float) -> str:
     """A C float literal (the decimal rounds to the nearest float, as torch's float32 constants)."""
     return f"{float(x)!r}f".replace("inff", "INFINITY")
+
+
+def _array(declarator: str, values) -> str:
+    """A C float array of ``values``: ``static const float <declarator> = {...};``."""
+    return f"static const float {declarator} = {{{', '.join(map(_float, values))}}};"
 
 
 def _double(x: float) -> str:
@@ -94,11 +100,11 @@ def config_header(f: FusedConstants) -> str:
         *(f"#define INERTIA_{axis} {_float(v)}" for axis, v in zip("XYZ", f.inertia_kgm2)),
         f"#define THRUST_COEFFICIENT {_float(f.thrust_coefficient)}",
         f"#define TORQUE_TO_THRUST_M {_float(f.torque_to_thrust_m)}",
-        "static const float ACTION_LOW[4] = {" + ", ".join(map(_float, f.action_low)) + "};",
-        "static const float ACTION_HIGH[4] = {" + ", ".join(map(_float, f.action_high)) + "};",
+        _array("ACTION_LOW[4]", f.action_low),
+        _array("ACTION_HIGH[4]", f.action_high),
         "static const float INV_ALLOC_T[4][4] = {" + ", ".join("{" + ", ".join(map(_float, row)) + "}" for row in f.inverse_allocation_t) + "};",
         "static const float ROTOR_XY[4][2] = {" + ", ".join("{" + ", ".join(map(_float, xy)) + "}" for xy in f.rotor_xy) + "};",
-        "static const float SPIN[4] = {" + ", ".join(map(_float, f.spin)) + "};",
+        _array("SPIN[4]", f.spin),
         # episodes and resets
         f"#define MAX_EPISODE_LENGTH {int(f.max_episode_length)}",
         f"#define LATENCY_SLOTS {int(f.latency_slots)}",
@@ -135,9 +141,9 @@ def config_header(f: FusedConstants) -> str:
         f"#define OBS_POLICY {len(f.obs_low)}",
         f"#define OBS_CRITIC {len(f.obs_low) + 18}",
         *(f"#define TERM_{name.upper()} {offsets.get(name, -1)}" for name in TERMS),
-        "static const float OBS_LOW[OBS_POLICY] = {" + ", ".join(map(_float, f.obs_low)) + "};",
-        "static const float OBS_HIGH[OBS_POLICY] = {" + ", ".join(map(_float, f.obs_high)) + "};",
-        "static const float NOISE_STD[OBS_POLICY] = {" + ", ".join(map(_float, f.noise_std)) + "};",
+        _array("OBS_LOW[OBS_POLICY]", f.obs_low),
+        _array("OBS_HIGH[OBS_POLICY]", f.obs_high),
+        _array("NOISE_STD[OBS_POLICY]", f.noise_std),
         f"#define NOISE_PAIRS {pairs}",
         "static const int NOISY_COLUMNS[] = {" + ", ".join(map(str, noisy_cols)) + "};",
         f"#define FORCE_NORM {_float(f.force_norm)}",
@@ -181,8 +187,13 @@ def load_library(f: FusedConstants) -> tuple[ctypes.CDLL, Path]:
 
 def build_library(f: FusedConstants) -> Path:
     """The shared library of ``control_step.c`` for the configuration ``f`` (built once, then cached)."""
-    return compile_library({"control_step.c": SOURCE.read_text(), "step_config.h": config_header(f)}, "control_step.c",
-                           "physics.native off")
+    return compile_library({"control_step.c": SOURCE.read_text(), "step_config.h": config_header(f), **shared_headers()},
+                           "control_step.c", "physics.native off")
+
+
+def shared_headers() -> dict[str, str]:
+    """The headers the native C files share (``vector_math.h``), as ``compile_library`` files."""
+    return {VECTOR_MATH.name: VECTOR_MATH.read_text()}
 
 
 def load_cached(build, fallback: str) -> tuple[ctypes.CDLL, Path]:
