@@ -200,3 +200,20 @@ def test_train_without_a_compiler_falls_back_to_eager(tmp_path, monkeypatch, cap
     assert main(["--num-envs", "16", "--max-iterations", "1", "--eval-episodes", "4", "--run-dir", str(run), "--no-progress"]) == 0
     assert json.loads((run / "run_config.json").read_text())["env_cfg"]["physics"]["native"] is False
     assert "note: the eager simulator step: no C compiler was found" in capsys.readouterr().out
+
+
+def test_state_attributes_write_through_to_the_next_step():
+    """``env.position_w`` and the other attributes are views of the current buffer set: writes reach the next
+    step, as on the compiled path (the safety and sim-to-sim tests place robots this way)."""
+    cfg = GotoEnvCfg()
+    cfg.physics.native = True
+    env = GotoEnv(cfg, num_envs=4, seed=0)
+    for _ in range(3):  # into the double-buffered sets
+        env.step(torch.zeros(4, 4))
+    env.position_w[1] = torch.tensor([0.5, -0.5, 3.0])
+    env.goal_w[1] = torch.tensor([0.5, -0.5, 3.0])
+    env.linear_velocity_w[1] = 0.0
+    env.params["mass_scale"][1] = 1.05
+    assert env._state[2, 1] == 3.0 and env._params_soa[0, 1] == 1.05
+    _, _, dones, _ = env.step(torch.zeros(4, 4))
+    assert not dones[1] and abs(env.position_w[1, 2].item() - 3.0) < 0.01 and env.params["mass_scale"][1] == 1.05
