@@ -5,7 +5,8 @@ Each env step is one 100 Hz control step: action mapping, firmware mixer, the ph
 substeps, terminations, rewards, resets of finished episodes and the observations (policy
 and critic groups). Random actions, domain randomization on, so resets happen.
 
-    python benchmarks/bench_sim_throughput.py                       # 1, 1024, 16384, 65536 envs, CPU
+    python benchmarks/bench_sim_throughput.py                       # 1, 1024, 16384, 65536 envs, CPU, native step
+    python benchmarks/bench_sim_throughput.py --eager               # the plain torch step
     python benchmarks/bench_sim_throughput.py --compile --threads 2
     python benchmarks/bench_sim_throughput.py --native --threads 2          # the C step (physics.native)
     python benchmarks/bench_sim_throughput.py --device cuda --num-envs 65536 262144
@@ -59,11 +60,24 @@ def main(argv=None) -> int:
     p.add_argument("--num-envs", type=int, nargs="+", default=[1, 1024, 16384, 65536], help="batch sizes to measure")
     p.add_argument("--device", default="cpu", help="torch device")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--compile", action="store_true", help="fused torch.compile path (PhysicsCfg.compile): first step compiles")
-    p.add_argument("--native", action="store_true", help="the C step (PhysicsCfg.native, sim/envs/native): built with the system C compiler")
+    step = p.add_mutually_exclusive_group()
+    step.add_argument("--compile", action="store_true", help="fused torch.compile path (PhysicsCfg.compile): first step compiles")
+    step.add_argument("--native", action="store_true", help="the C step (PhysicsCfg.native, sim/envs/native), built with the system C compiler: "
+                      "the default on a CPU with a C compiler, as in sim/train.py")
+    step.add_argument("--eager", action="store_true", help="the plain torch step")
     p.add_argument("--seconds", type=float, default=3.0, help="approximate measuring time per batch size")
     args = p.parse_args(argv)
     import torch
+
+    if not (args.compile or args.native or args.eager) and torch.device(args.device).type == "cpu":
+        from sim.envs.native import NativeBuildError
+        from sim.envs.native.build import find_compiler
+
+        try:
+            find_compiler("--eager")
+            args.native = True
+        except NativeBuildError as exc:
+            print(f"note: the eager step: {exc}")
 
     if args.threads:
         torch.set_num_threads(args.threads)
