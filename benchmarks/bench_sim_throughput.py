@@ -70,14 +70,12 @@ def main(argv=None) -> int:
     import torch
 
     if not (args.compile or args.native or args.eager) and torch.device(args.device).type == "cpu":
-        from sim.envs.native import NativeBuildError
-        from sim.envs.native.build import find_compiler
+        from sim.envs.native.build import compiler_missing
 
-        try:
-            find_compiler("--eager")
-            args.native = True
-        except NativeBuildError as exc:
-            print(f"note: the eager step: {exc}")
+        reason = compiler_missing()
+        args.native = reason is None
+        if reason:
+            print(f"note: the eager step: {reason}")
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -121,17 +121,14 @@ def _native_by_default(args, device: str) -> bool:
     """No step flag on a CPU: the native step when a C compiler is there (else eager, with a note)."""
     import torch
 
-    from sim.envs.native import NativeBuildError
-    from sim.envs.native.build import find_compiler
+    from sim.envs.native.build import compiler_missing
 
     if args.eager or args.compile or args.native or torch.device(device).type != "cpu":
         return False
-    try:
-        find_compiler("--eager")
-    except NativeBuildError as exc:
-        print(f"note: the eager simulator step: {exc}")
-        return False
-    return True
+    reason = compiler_missing()
+    if reason:
+        print(f"note: the eager simulator step: {reason}")
+    return reason is None
 
 
 def validate_args(args) -> None:

@@ -159,6 +159,24 @@ def test_native_configuration_errors():
         config_header(env._fused._replace(term_names=env._fused.term_names + ("lidar_scan",)))
 
 
+def test_inputs_from_two_different_steps_are_refused():
+    """State and parameters from the two buffer sets (one from each of two steps): the step would write over
+    its own inputs, so it refuses and says what to pass."""
+    cfg = GotoEnvCfg()
+    cfg.physics.native = True
+    env = GotoEnv(cfg, num_envs=4, seed=0)
+    step = env._fused_control
+    first = step(env._fused, torch.zeros(4, 4), env._state, env._params_soa, env._latency, env.episode_length_buf,
+                 torch.zeros(4), torch.zeros(2, dtype=torch.int32))
+    second = step(env._fused, torch.zeros(4, 4), *first[:4], torch.zeros(4), torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(ValueError, match="mix the outputs of two different steps.*clones"):
+        step(env._fused, torch.zeros(4, 4), first[0], second[1], first[2], first[3], torch.zeros(4), torch.zeros(2, dtype=torch.int32))
+    # clones are foreign tensors: accepted
+    out = step(env._fused, torch.zeros(4, 4), first[0].clone(), second[1].clone(), first[2].clone(), first[3].clone(),
+               torch.zeros(4), torch.zeros(2, dtype=torch.int32))
+    assert torch.isfinite(out[0]).all()
+
+
 def test_header_carries_the_configuration():
     cfg = GotoEnvCfg()
     cfg.physics.native = True

@@ -475,6 +475,3 @@ int robot_hrl_control_step(int64_t n, int threads, const float *actions, const f
     for (int i = 0; i < NSTATS; i++) o->stats[i] = (float)total[i];
     return 0;
 }
-
-/* The build's configuration, so that a loaded library can be checked against the environment's. */
-const char *robot_hrl_config_digest(void) { return CONFIG_DIGEST; }
