@@ -1,6 +1,6 @@
 """Robot models. Add a robot by adding a module and registering it here."""
 
-from robot_hrl.robots.crazyflie import CRAZYFLIE_2X
+from robot_hrl.robots.crazyflie_2x import CRAZYFLIE_2X
 from robot_hrl.robots.quadrotor import STANDARD_GRAVITY_MPS2, QuadrotorParams
 
 ROBOTS: dict[str, QuadrotorParams] = {CRAZYFLIE_2X.name: CRAZYFLIE_2X}
