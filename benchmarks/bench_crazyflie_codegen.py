@@ -6,8 +6,9 @@ For the shipped model (a stand-in of its architecture when it is missing) prints
 - parity of the generated C (host gcc -O2) with onnxruntime on random observations,
 - parity of the onboard observation (firmware structures, gyro in deg/s) with
   robot_hrl.contract.compute_observation on random states,
-- arm-none-eabi-gcc -mcpu=cortex-m4 -mfpu=fpv4-sp-d16 -mfloat-abi=hard -O2 sections, the linked
-  probe image with libm, stack frames,
+- arm-none-eabi-gcc sections with the firmware's own flags (deploy/crazyflie/firmware.py:
+  -mcpu=cortex-m4 -mfpu=fpv4-sp-d16 -mfloat-abi=hard ... -Os -Werror), the linked probe image
+  with libm, stack frames,
 - MACs, FLOPs and the estimated time at 168 MHz (cycles/MAC read from the compiled loop),
 then the same size/time figures for other layer sizes, to show where the budget ends.
 Needs gcc, arm-none-eabi-gcc and torch (for the other architectures).

@@ -4,11 +4,12 @@ Not a measurement: a model of the Cortex-M4F at 168 MHz with stated assumptions.
 
 - A multiply-accumulate of the dense layers costs ``cycles_per_mac``. It is read from the
   compiled ``policy_dense`` when arm-none-eabi-gcc is present (:func:`cycle_models_from_object`:
-  the unrolled inner loop, cycle counts of the Cortex-M4 TRM). GCC 12 -O2 gives 8 VLDR + 4 VFMA
-  + 4 integer/branch instructions for 4 MACs = 27 cycles, 6.75 cycles/MAC: VFMA.F32 takes 3
-  cycles on the M4's FPU. That is the nominal figure (and the default without the toolchain);
-  the pessimistic one adds 1.5 cycles/MAC of flash wait states (weights stream from flash at
-  5 wait states through the ART accelerator's small data cache).
+  the unrolled inner loop, cycle counts of the Cortex-M4 TRM). GCC 12.2 with the firmware's flags
+  (``-Os``, :data:`deploy.crazyflie.firmware.FIRMWARE_CFLAGS`) gives 8 VLDR + 4 VFMA + 7
+  integer/branch instructions for 4 MACs = 33 cycles, 8.25 cycles/MAC: VFMA.F32 takes 3 cycles
+  on the M4's FPU. That is the nominal figure (and the default without the toolchain; ``-O2``
+  gave 6.75); the pessimistic one adds 1.5 cycles/MAC of flash wait states (weights stream from
+  flash at 5 wait states through the ART accelerator's small data cache).
 - An element-wise op (normalization, clip, bias) costs ``cycles_per_elementwise`` (load, op, store).
 - Elu and Sigmoid cost one ``expf``, Tanh one ``tanhf``: ``cycles_per_transcendental``. newlib
   links its single-precision fdlibm ``__ieee754_expf`` (476 B, about 40 float operations and a
@@ -33,14 +34,14 @@ STABILIZER_TICK_US = 1000.0
 
 @dataclass(frozen=True)
 class CycleModel:
-    cycles_per_mac: float = 6.75
+    cycles_per_mac: float = 8.25
     cycles_per_elementwise: float = 3.0
     cycles_per_transcendental: float = 150.0
     overhead_cycles: float = 300.0
 
 
 NOMINAL = CycleModel()
-PESSIMISTIC = CycleModel(cycles_per_mac=8.25, cycles_per_elementwise=5.0, cycles_per_transcendental=250.0,
+PESSIMISTIC = CycleModel(cycles_per_mac=9.75, cycles_per_elementwise=5.0, cycles_per_transcendental=250.0,
                          overhead_cycles=600.0)
 
 

@@ -121,7 +121,7 @@ def build_qemu_image(project: GeneratedProject, build_dir: str | Path) -> Path:
     (build / "qemu.ld").write_text(_LINKER_SCRIPT)
     (build / "qemu_main.c").write_text(_MAIN_C)
     elf = build / "policy_qemu.elf"
-    cmd = [gcc, *ARM_CFLAGS, "-std=gnu11", f"-DSTATE_ROW={STATE_ROW_SIZE}", f"-I{project.src_dir}", f"-I{STUB_DIR}",
+    cmd = [gcc, *ARM_CFLAGS, f"-DSTATE_ROW={STATE_ROW_SIZE}", f"-I{project.src_dir}", f"-I{STUB_DIR}",
            str(build / "qemu_main.c"), str(project.src_dir / "policy_model.c"), str(project.src_dir / "policy_io.c"),
            "--specs=rdimon.specs", f"-Wl,-T,{build / 'qemu.ld'}", "-Wl,--gc-sections", "-o", str(elf), "-lm"]
     res = subprocess.run(cmd, capture_output=True, text=True)

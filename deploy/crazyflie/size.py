@@ -1,8 +1,11 @@
 """Cross-compile the generated controller for the Crazyflie's STM32F405 and check its size.
 
-Each generated source is compiled with ``arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb
--mfpu=fpv4-sp-d16 -mfloat-abi=hard -O2`` (the firmware's core flags) against our firmware
-header stubs, and ``arm-none-eabi-size -A`` gives the sections:
+Each generated source is compiled with ``arm-none-eabi-gcc`` and the flags of a ``cf2`` build
+of the pinned crazyflie-firmware release (:data:`deploy.crazyflie.firmware.FIRMWARE_CFLAGS`:
+``-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -fno-math-errno -std=gnu11
+-ffunction-sections -fdata-sections ... -Os -Werror``), plus stricter warnings, against our
+firmware header stubs and an ``autoconf.h`` made from the project's app-config, and
+``arm-none-eabi-size -A`` gives the sections:
 
 - flash = text + rodata + data (initial values of .data are stored in flash),
 - RAM = data + bss,
@@ -22,16 +25,15 @@ from pathlib import Path
 
 from deploy.crazyflie.codegen import STUB_DIR, GeneratedProject
 from deploy.crazyflie.errors import BudgetError, ToolchainError
+from deploy.crazyflie.firmware import FIRMWARE_CFLAGS, write_test_autoconf
 
 ARM_GCC = "arm-none-eabi-gcc"
 ARM_SIZE = "arm-none-eabi-size"
-ARM_CFLAGS: tuple[str, ...] = ("-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard", "-O2")
-"""The STM32F405 (Cortex-M4F) flags of crazyflie-firmware's build."""
-EXTRA_CFLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall", "-Wextra", "-Wdouble-promotion", "-Wshadow",
-                                 "-Wmissing-prototypes", "-Wstrict-prototypes", "-Wundef", "-Wconversion",
-                                 "-Wno-sign-conversion", "-Werror", "-ffunction-sections", "-fdata-sections",
-                                 "-fstack-usage")
-"""Stricter than the firmware's own warnings, and -Werror: generated code must compile clean anywhere."""
+ARM_CFLAGS: tuple[str, ...] = FIRMWARE_CFLAGS
+"""The flags crazyflie-firmware compiles every source of a cf2 build with (STM32F405, Cortex-M4F, -Os -Werror)."""
+EXTRA_CFLAGS: tuple[str, ...] = ("-Wextra", "-Wshadow", "-Wmissing-prototypes", "-Wstrict-prototypes", "-Wundef",
+                                 "-Wconversion", "-Wno-sign-conversion", "-fstack-usage")
+"""Stricter than the firmware's own warnings (its -Werror applies): generated code must compile clean anywhere."""
 DEFAULT_FLASH_BUDGET_KB = 128.0
 DEFAULT_RAM_BUDGET_KB = 16.0
 STM32F405_FLASH_KB = 1024
@@ -132,6 +134,15 @@ def parse_stack_usage(text: str) -> dict[str, int]:
     return frames
 
 
+def stub_includes(project: GeneratedProject, build_dir: str | Path) -> list[str]:
+    """-I flags of a test build: the generated src/, autoconf.h from its app-config, our firmware stubs."""
+    return [f"-I{project.src_dir}", f"-I{write_test_autoconf(build_dir, project.app_config)}", f"-I{STUB_DIR}"]
+
+
+PROBE_STUB_SOURCES: tuple[str, ...] = ("controller_pid_stub.c", "estimator_stub.c")
+"""Stand-ins of the firmware functions the controller calls, linked into the probe image."""
+
+
 def arm_size_report(project: GeneratedProject, build_dir: str | Path | None = None) -> SizeReport:
     """Compile the generated sources for the Cortex-M4F and measure them."""
     gcc, size = find_tool(ARM_GCC), find_tool(ARM_SIZE)
@@ -139,9 +150,10 @@ def arm_size_report(project: GeneratedProject, build_dir: str | Path | None = No
     build.mkdir(parents=True, exist_ok=True)
     sections: dict[str, dict[str, int]] = {}
     frames: dict[str, int] = {}
+    includes = stub_includes(project, build)
     for src in project.sources:
         obj = build / (src.stem + ".o")
-        cmd = [gcc, *ARM_CFLAGS, *EXTRA_CFLAGS, f"-I{project.src_dir}", f"-I{STUB_DIR}", "-c", str(src), "-o", str(obj)]
+        cmd = [gcc, *ARM_CFLAGS, *EXTRA_CFLAGS, *includes, "-c", str(src), "-o", str(obj)]
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=build)
         if res.returncode != 0:
             raise ToolchainError(f"arm-none-eabi-gcc failed on {src.name}:\n{res.stderr.strip()[-3000:]}")
@@ -194,6 +206,7 @@ SECTIONS
 
 _PROBE_C = r"""/* robot_hrl probe image entry: calls the controller once per loop so that nothing is dropped. */
 #include <string.h>
+#include "autoconf.h"
 #include "stabilizer_types.h"
 #include "controller.h"
 
@@ -203,6 +216,7 @@ static sensorData_t probeSensors;
 static setpoint_t probeSetpoint;
 static control_t probeControl;
 
+void probe_reset(void);
 void probe_reset(void)
 {
   controllerOutOfTreeInit();
@@ -220,7 +234,7 @@ class ProbeImage:
     elf: Path
     bin: Path
     flash: int
-    """text + rodata + data of the linked image, libm's expf/tanhf/sqrtf and the stand-in PID included."""
+    """text + rodata + data of the linked image, libm's expf/tanhf and the stand-in PID and estimator included."""
     ram: int
 
 
@@ -233,9 +247,8 @@ def link_probe_image(project: GeneratedProject, build_dir: str | Path) -> ProbeI
     (build / "probe.ld").write_text(_PROBE_LD)
     (build / "probe_main.c").write_text(_PROBE_C)
     elf, binary = build / "cf2.elf", build / "cf2.bin"
-    cmd = [gcc, *ARM_CFLAGS, "-std=gnu11", "-ffunction-sections", "-fdata-sections", f"-I{project.src_dir}",
-           f"-I{STUB_DIR}", *map(str, project.sources), str(STUB_DIR / "controller_pid_stub.c"),
-           str(build / "probe_main.c"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
+    cmd = [gcc, *ARM_CFLAGS, *stub_includes(project, build), *map(str, project.sources),
+           *(str(STUB_DIR / s) for s in PROBE_STUB_SOURCES), str(build / "probe_main.c"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
            "-Wl,--gc-sections", f"-Wl,-T,{build / 'probe.ld'}", "-o", str(elf), "-lm"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:

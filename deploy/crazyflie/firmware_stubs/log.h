@@ -1,9 +1,12 @@
-/* robot_hrl stub: the log-table macros of crazyflie-firmware expand to nothing here. */
+/* robot_hrl stub of crazyflie-firmware's log-table macros (src/modules/interface/log.h).
+ * The real ones put {type, name, address} into a linker section that the log service reads and streams
+ * (cfclient, cflib). Here each LOG_ADD keeps only the address, as a pointer named stubLog_<NAME>, so the
+ * host tests read a log variable the way the log service does. */
 #ifndef ROBOT_HRL_STUB_LOG_H
 #define ROBOT_HRL_STUB_LOG_H
 
 #define LOG_GROUP_START(NAME)
 #define LOG_GROUP_STOP(NAME)
-#define LOG_ADD(TYPE, NAME, ADDRESS)
+#define LOG_ADD(TYPE, NAME, ADDRESS) const void *const stubLog_##NAME = (const void *)(ADDRESS);
 
 #endif

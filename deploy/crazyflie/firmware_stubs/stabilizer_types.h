@@ -82,6 +82,17 @@ typedef struct control_s {
   control_mode_t controlMode;
 } control_t;
 
+/* Per-motor commands between the power distribution, the battery compensation and the cap. */
+typedef union {
+  int32_t list[STABILIZER_NR_OF_MOTORS];
+  struct { int32_t m1; int32_t m2; int32_t m3; int32_t m4; } motors;
+} motors_thrust_uncapped_t;
+
+typedef union {
+  uint16_t list[STABILIZER_NR_OF_MOTORS];
+  struct { uint16_t m1; uint16_t m2; uint16_t m3; uint16_t m4; } motors;  /* PWM ratio, 0..65535 */
+} motors_thrust_pwm_t;
+
 typedef enum mode_e { modeDisable = 0, modeAbs, modeVelocity } stab_mode_t;
 
 typedef struct setpoint_s {
@@ -106,6 +117,8 @@ typedef struct setpoint_s {
 #define RATE_50_HZ 50
 #define RATE_25_HZ 25
 #define RATE_MAIN_LOOP RATE_1000_HZ
+#define ATTITUDE_RATE RATE_500_HZ   /* the PID's attitude and rate loops: even ticks */
+#define POSITION_RATE RATE_100_HZ   /* the PID's position loop: every 10th tick */
 
 /* True on the ticks where a task running at RATE_HZ executes. */
 #define RATE_DO_EXECUTE(RATE_HZ, TICK) (((TICK) % (RATE_MAIN_LOOP / (RATE_HZ))) == 0)
