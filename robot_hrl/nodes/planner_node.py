@@ -288,11 +288,14 @@ def subgoal_radius_from_model(model_path: str) -> float:
 
 
 def make_planner(kind: str, world, subgoal_radius_m: float, llm_url: str, model: str, timeout_s: float,
-                 safety_margin_m: float | None = None):
+                 safety_margin_m: float | None = None, robot_radius_m: float | None = None):
+    """The node's planner; ``robot_radius_m`` is the robot's collision radius (the node asks its robot model)."""
     from robot_hrl.planning import PlannerConfig as GridConfig
     from robot_hrl.planning import make_planner as factory
 
-    config = GridConfig() if safety_margin_m is None else GridConfig(safety_margin_m=float(safety_margin_m))
+    config = GridConfig(robot_radius_m=robot_radius_m)
+    if safety_margin_m is not None:
+        config = GridConfig(robot_radius_m=robot_radius_m, safety_margin_m=float(safety_margin_m))
     return factory(kind, world, subgoal_radius_m, llm_url=llm_url, model=model or None, timeout_s=timeout_s,
                    config=config)
 
@@ -307,7 +310,7 @@ class PlannerNode:
             ("model", "models/crazyflie_goto.onnx"), ("subgoal_radius_m", 0.0),
             ("llm_url", "http://localhost:11434/v1"), ("llm_model", ""), ("llm_timeout_s", 30.0), ("task", ""),
             ("subgoal_rate_hz", 5.0), ("blocked_replan_s", 2.0), ("max_replans", 3), ("frame_id", "map"),
-            ("safety_margin_m", 0.2),
+            ("safety_margin_m", 0.2), ("robot_radius_m", 0.0),
         )}
         self.p = p
         from robot_hrl.errors import ConfigError
@@ -324,7 +327,7 @@ class PlannerNode:
             if float(p["safety_margin_m"]) < 0:
                 raise ConfigError(f"planner_node: safety_margin_m={p['safety_margin_m']!r} must be >= 0")
             planner = make_planner(str(p["planner"]), self.world, radius, str(p["llm_url"]), str(p["llm_model"]),
-                                   float(p["llm_timeout_s"]), float(p["safety_margin_m"]))
+                                   float(p["llm_timeout_s"]), float(p["safety_margin_m"]), self._robot_radius_m(p))
         self.core = PlannerCore(planner, floor_z=float(self.world.bounds.min[2]),
                                 config=PlannerConfig(float(p["blocked_replan_s"]), int(p["max_replans"])))
         self.frame_id = str(p["frame_id"])
@@ -350,6 +353,22 @@ class PlannerNode:
         if isinstance(initial, dict) or (isinstance(initial, str) and initial.strip()):
             self._handle_task(initial)
         self._publish_status()
+
+    @staticmethod
+    def _robot_radius_m(p: dict) -> float:
+        """``robot_radius_m`` when set (> 0), else the collision radius of the ``robot`` model."""
+        from robot_hrl.errors import ConfigError
+        from robot_hrl.robots import get_robot
+
+        given = float(p["robot_radius_m"])
+        if not (given >= 0 and given < float("inf")):
+            raise ConfigError(f"planner_node: robot_radius_m={p['robot_radius_m']!r} must be >= 0 (0 = the robot model's)")
+        if given > 0:
+            return given
+        try:
+            return float(get_robot(str(p["robot"])).collision_radius_m)
+        except KeyError as exc:
+            raise ConfigError(f"planner_node: {str(exc).strip(chr(34))}") from None
 
     # ---- callbacks ----------------------------------------------------------------------------
     def _now(self) -> float:

@@ -15,6 +15,7 @@ The API key, when the endpoint needs one, is read from ``ROBOT_HRL_LLM_API_KEY``
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import cv2
 import numpy as np
 
 from robot_hrl.errors import PlanningError
+from robot_hrl.planning.config import PlannerConfig
 from robot_hrl.planning.plan import Plan
 from robot_hrl.planning.symbolic import SymbolicPlanner
 from robot_hrl.planning.task import TASK_SCHEMA, parse_task_json
@@ -175,11 +177,11 @@ class LLMPlanner:
     def __init__(self, world: World, subgoal_radius_m: float, llm_url: str = DEFAULT_LLM_URL,
                  model: str = DEFAULT_LLM_MODEL, timeout_s: float = 30.0, max_attempts: int = 3,
                  symbolic: SymbolicPlanner | None = None, api_key: str | None = None,
-                 json_schema_format: bool = True):
+                 json_schema_format: bool = True, config: PlannerConfig | None = None):
         if max_attempts < 1:
             raise PlanningError(f"max_attempts must be at least 1, got {max_attempts}")
         self.world = world
-        self.symbolic = symbolic or SymbolicPlanner(world, subgoal_radius_m)
+        self.symbolic = symbolic or SymbolicPlanner(world, subgoal_radius_m, config=config)
         self.client = ChatClient(llm_url, model, timeout_s, api_key, json_schema_format)
         self.max_attempts = int(max_attempts)
 
@@ -259,9 +261,9 @@ class VLMPlanner(LLMPlanner):
     def __init__(self, world: World, subgoal_radius_m: float, llm_url: str = DEFAULT_LLM_URL,
                  model: str = DEFAULT_VLM_MODEL, timeout_s: float = 60.0, max_attempts: int = 3,
                  symbolic: SymbolicPlanner | None = None, api_key: str | None = None,
-                 json_schema_format: bool = True, camera=None):
+                 json_schema_format: bool = True, camera=None, config: PlannerConfig | None = None):
         super().__init__(world, subgoal_radius_m, llm_url, model, timeout_s, max_attempts, symbolic, api_key,
-                         json_schema_format)
+                         json_schema_format, config)
         from robot_hrl.perception.camera import PinholeCamera
 
         self.camera = camera or PinholeCamera()
@@ -299,8 +301,15 @@ PLANNER_KINDS = ("symbolic", "llm", "vlm")
 
 def make_planner(kind: str, world: World, subgoal_radius_m: float, llm_url: str | None = None,
                  model: str | None = None, timeout_s: float | None = None, max_attempts: int = 3,
-                 occupancy_map=None, config=None, **kwargs):
-    """The planner the node asks for: ``symbolic`` (offline), ``llm`` or ``vlm``."""
+                 occupancy_map=None, config: PlannerConfig | None = None, robot_radius_m: float | None = None,
+                 **kwargs):
+    """The planner the node asks for: ``symbolic`` (offline), ``llm`` or ``vlm``.
+
+    The robot's collision radius comes from ``robot_radius_m`` or ``config.robot_radius_m`` (ask the
+    robot: ``get_robot(name).collision_radius_m``); ``robot_radius_m`` wins when both are given."""
+    config = config or PlannerConfig()
+    if robot_radius_m is not None:
+        config = dataclasses.replace(config, robot_radius_m=robot_radius_m)
     symbolic = SymbolicPlanner(world, subgoal_radius_m, config=config, occupancy_map=occupancy_map)
     if kind == "symbolic":
         return symbolic
