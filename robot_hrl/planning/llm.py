@@ -187,9 +187,10 @@ class LLMPlanner:
         symbolic fallback plans in milliseconds to a few seconds)."""
         return min(5.0, 0.25 * deadline.budget_s)
 
-    def replan(self, plan: Plan, position_w, blocked=None, subgoal_index: int | None = None) -> Plan:
+    def replan(self, plan: Plan, position_w, blocked=None, subgoal_index: int | None = None,
+               deadline: PlanningDeadline | None = None) -> Plan:
         """The goals stay; the symbolic planner routes around what is blocked."""
-        return self.symbolic.replan(plan, position_w, blocked=blocked, subgoal_index=subgoal_index)
+        return self.symbolic.replan(plan, position_w, blocked=blocked, subgoal_index=subgoal_index, deadline=deadline)
 
 
 class _Shortened:
