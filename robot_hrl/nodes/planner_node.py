@@ -578,7 +578,7 @@ class PlannerNode:
                 return
             self.core.planner.set_image(rgb, self._quat)
         except (ValueError, RobotHrlError) as exc:
-            self.inputs.reject("/camera/image_raw", f"camera image ignored: {exc}")
+            self.inputs.reject("/camera/image_raw", f"camera image ignored: {plain(str(exc), 200)}")
 
     def _on_skill_status(self, msg: String) -> None:
         from robot_hrl.nodes.skill_status import SkillStatusError, parse_skill_status

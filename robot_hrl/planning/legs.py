@@ -29,7 +29,8 @@ from robot_hrl.world import Box, World
 
 
 def _fmt(p) -> str:
-    return "(" + ", ".join(f"{float(v):.2f}" for v in p) + ")"
+    """A point for a message: centimetres, or 4 significant digits when it is far out (1e308)."""
+    return "(" + ", ".join(f"{float(v):.2f}" if abs(float(v)) < 1e6 else f"{float(v):.4g}" for v in p) + ")"
 
 
 class LegSearch:

@@ -207,8 +207,8 @@ class _Shortened:
 def encode_image_data_url(image_rgb: np.ndarray) -> str:
     """An RGB uint8 image as a ``data:image/png;base64,...`` URL."""
     image = np.asarray(image_rgb)
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise PlanningError(f"the camera image must be RGB uint8 (H, W, 3), got {image.dtype} {image.shape}")
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or image.shape[0] < 1 or image.shape[1] < 1:
+        raise PlanningError(f"the camera image must be RGB uint8 (H, W, 3) with H, W >= 1, got {image.dtype} {image.shape}")
     ok, buf = cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
     if not ok:
         raise PlanningError("the camera image could not be encoded as PNG")
