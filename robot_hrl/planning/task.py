@@ -199,9 +199,15 @@ def _looks_numeric(token: str) -> bool:
     return True
 
 
+def _ascii_lower(word: str) -> str:
+    """Lower case for ASCII letters only: ``str.lower`` maps the Kelvin sign U+212A to an ASCII ``k``,
+    which would turn a homoglyph into a real landmark name."""
+    return word.lower() if word.isascii() else "".join(c.lower() if c.isascii() else c for c in word)
+
+
 def _landmark_name(words: list[str], statement: str | None = None) -> str:
-    words = [w for w in words if w.lower() not in ("the", "a", "an")]
-    name = "_".join(w.lower() for w in words)
+    words = [w for w in words if _ascii_lower(w) not in ("the", "a", "an")]
+    name = "_".join(_ascii_lower(w) for w in words)
     if len(name) > MAX_LANDMARK_CHARS:
         where = f"in {show(statement)}: " if statement is not None else ""
         raise PlanningError(f"{where}the landmark name {show(name, 24)} is {len(name)} characters; "
@@ -211,7 +217,7 @@ def _landmark_name(words: list[str], statement: str | None = None) -> str:
 
 def _parse_statement(statement: str) -> TaskStep:
     tokens = statement.split()
-    verb, args = tokens[0].lower(), tokens[1:]
+    verb, args = _ascii_lower(tokens[0]), tokens[1:]
     where = f"in {show(statement)}"
     if verb == "takeoff":
         if len(args) > 1:
@@ -257,7 +263,7 @@ def _parse_statement(statement: str) -> TaskStep:
                 if len(parts) != 3:
                     raise PlanningError(f"{where}: the point {show(arg, 40)} must be written X,Y,Z")
                 targets.append(Target(position=tuple(_number(p, "coordinate", statement) for p in parts)))
-            elif arg.lower() in ("the", "a", "an"):
+            elif _ascii_lower(arg) in ("the", "a", "an"):
                 continue
             else:
                 targets.append(Target(landmark=_landmark_name([arg], statement)))
