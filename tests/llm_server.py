@@ -181,12 +181,18 @@ def make_handler(script_dir: Path):
     return Handler
 
 
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):  # a client that hung up (the tests do, on purpose)
+        pass
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", required=True, help="folder of <scenario>.json scripts")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(Path(args.dir)))
-    server.daemon_threads = True
+    server = QuietServer(("127.0.0.1", 0), make_handler(Path(args.dir)))
     print(f"PORT {server.server_address[1]}", flush=True)
     try:
         server.serve_forever()

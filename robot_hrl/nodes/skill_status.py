@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from robot_hrl.errors import PlanningError
-from robot_hrl.planning.untrusted import loads_strict, show
+from robot_hrl.planning.untrusted import loads_strict, plain
 
 SKILL_STATES = ("waiting", "idle", "tracking", "reached", "blocked", "holding", "landing", "landed", "estop")
 """What ``state`` may say (robot_hrl.nodes.skill_node)."""
@@ -54,7 +54,7 @@ def _number(value, what: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SkillStatusError(f"{what} must be a number or null, got {type(value).__name__} {show(repr(value), 40)}")
+        raise SkillStatusError(f"{what} must be a number or null, got {type(value).__name__} {plain(repr(value), 40)}")
     value = float(value)
     if not math.isfinite(value) or value < 0:
         raise SkillStatusError(f"{what} must be a finite number >= 0, got {value!r}")
@@ -71,14 +71,14 @@ def parse_skill_status(text: str) -> SkillStatus:
         raise SkillStatusError(f"the skill status must be a JSON object, got {type(data).__name__}")
     state = data.get("state")
     if not isinstance(state, str) or state not in SKILL_STATES:
-        raise SkillStatusError(f"the skill status has state {show(repr(state), 40)}; expected one of {list(SKILL_STATES)}")
+        raise SkillStatusError(f"the skill status has state {plain(repr(state), 40)}; expected one of {list(SKILL_STATES)}")
     requested = data.get("requested")
     point = None
     if requested is not None:
         if not isinstance(requested, list) or len(requested) != 3:
-            raise SkillStatusError(f"the skill status's requested must be [x, y, z] or null, got {show(repr(requested), 60)}")
+            raise SkillStatusError(f"the skill status's requested must be [x, y, z] or null, got {plain(repr(requested), 60)}")
         if any(v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))) for v in requested):
-            raise SkillStatusError(f"the skill status's requested must hold numbers, got {show(repr(requested), 60)}")
+            raise SkillStatusError(f"the skill status's requested must hold numbers, got {plain(repr(requested), 60)}")
         if all(v is not None for v in requested):
             point = np.asarray(requested, dtype=np.float64)
             if not np.all(np.isfinite(point)):

@@ -176,7 +176,8 @@ class LLMPlanner:
         except PlanningTimeout:
             raise
         except PlanningError as exc:
-            raise PlanningError(f"{reason}; the symbolic fallback cannot plan the task either: {exc}") from None
+            raise PlanningError(f"the task cannot be planned: {exc} (the symbolic fallback's reason; before it, the "
+                                f"{reason})") from None
         plan.fallback_reason = reason
         plan.rejected_answers = rejected
         return plan
