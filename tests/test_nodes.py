@@ -305,6 +305,9 @@ def test_skill_core_estop_latches_until_released(skill):
     ("robot_hrl.nodes.skill_node", ["-p", "robot:=hummingbird"], "unknown robot 'hummingbird'"),
     ("robot_hrl.nodes.planner_node", ["-p", "planner:=oracle"], "choose symbolic, llm or vlm"),
     ("robot_hrl.nodes.planner_node", ["-p", "world:=/nonexistent/world.yaml"], "does not exist"),
+    ("robot_hrl.nodes.planner_node", ["-p", "robot_radius_m:=-0.1"], "robot_radius_m=-0.1 must be >= 0"),
+    ("robot_hrl.nodes.planner_node", ["-p", "robot:=hummingbird"], "unknown robot 'hummingbird'"),
+    ("robot_hrl.nodes.planner_node", ["-p", "planning_timeout_s:=-1"], "planning_timeout_s=-1 must be >= 0"),
     ("sim.nodes.sim_node", ["-p", "physics_hz:=-5"], "must be > 0"),
     ("sim.nodes.sim_node", ["-p"], "needs a value"),
 ])

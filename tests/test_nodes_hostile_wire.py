@@ -77,6 +77,8 @@ def test_the_nodes_survive_hostile_inputs_on_every_topic_and_say_what_they_dropp
         rig.send("/task", String(data=HOVER_TASK.replace("1.0", "1.2")))
         rig.wait_for("the new plan", lambda: rig.last("planner").get("plan_version", 0) > version
                      and rig.last("planner").get("state") == "executing")
+        with rig.seen.lock:  # planned off the executor: the status said so meanwhile
+            assert any(s.get("state") == "planning" and s.get("planning") == "task" for s in rig.seen.planner)
         beats = rig.seen.subgoals
         rig.wait_for("the subgoal heartbeat", lambda: rig.seen.subgoals >= beats + 3)
         assert not rig.dead()
