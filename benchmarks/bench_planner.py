@@ -37,6 +37,10 @@ from robot_hrl.planning import PlannerConfig, SymbolicPlanner, rasterize_world
 from robot_hrl.planning.visibility import OctagonVisibilityGraph
 from robot_hrl.planning.search import line_of_sight
 from robot_hrl.world import World
+from robot_hrl.robots import CRAZYFLIE_2X
+
+ROBOT_RADIUS_M = CRAZYFLIE_2X.collision_radius_m
+"""The planner asks the robot for its collision radius; these tests fly the Crazyflie 2.x."""
 
 SIZE_M, RES_M, N_GOALS, ALT_M = 20.0, 0.05, 5, 1.0
 
@@ -137,7 +141,7 @@ def optimal_tour(planner: SymbolicPlanner, start: np.ndarray, goals: list[np.nda
 
 def best_order_same_legs(world: World, start: np.ndarray, goals: list[np.ndarray]) -> float:
     """The shortest tour over all orders, with every leg planned exactly by the visibility graph."""
-    planner = SymbolicPlanner(world, subgoal_radius_m=1.0)
+    planner = SymbolicPlanner(world, subgoal_radius_m=1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     pts = [start, *goals]
     cost = {(a, b): planner.leg_cost(pts[a], pts[b]) for a in range(len(pts)) for b in range(len(pts)) if a != b}
     return min(sum(cost[a, b] for a, b in zip((0, *perm[:-1]), perm))
@@ -169,7 +173,7 @@ def graph_scaling(counts=(30, 60, 100, 150, 200), repeats: int = 3) -> None:
         best, vertices = math.inf, 0
         for _ in range(repeats):
             c0 = time.process_time()
-            graph = OctagonVisibilityGraph(boxes, PlannerConfig().inflation_m, (0.165, 0.165, size - 0.165, size - 0.165))
+            graph = OctagonVisibilityGraph(boxes, PlannerConfig(robot_radius_m=ROBOT_RADIUS_M).inflation_m, (0.165, 0.165, size - 0.165, size - 0.165))
             best = min(best, time.process_time() - c0)
             vertices = len(graph.vertices)
         print(f"  {n:4d} boxes ({size:4.1f} m square): {vertices:5d} vertices, {best * 1e3:7.1f} ms")
@@ -191,8 +195,8 @@ def main() -> None:
         graph_scaling()
         return
     rng = np.random.default_rng(args.seed)
-    modes = {"graph": PlannerConfig(), "map": PlannerConfig(), "grid": PlannerConfig(use_visibility_graph=False),
-             "grid-fine": PlannerConfig(use_visibility_graph=False, coarse_factor=1)}
+    modes = {"graph": PlannerConfig(robot_radius_m=ROBOT_RADIUS_M), "map": PlannerConfig(robot_radius_m=ROBOT_RADIUS_M), "grid": PlannerConfig(robot_radius_m=ROBOT_RADIUS_M, use_visibility_graph=False),
+             "grid-fine": PlannerConfig(robot_radius_m=ROBOT_RADIUS_M, use_visibility_graph=False, coarse_factor=1)}
     cold = {m: [] for m in modes}
     warm = {m: [] for m in modes}
     cold_cpu = {m: [] for m in modes}
@@ -207,7 +211,7 @@ def main() -> None:
     for trial in tqdm(range(args.trials), desc="trials", leave=False):
         world = random_world(rng)
         t0 = time.perf_counter()
-        probe = SymbolicPlanner(world, subgoal_radius_m=1.0)
+        probe = SymbolicPlanner(world, subgoal_radius_m=1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
         probe.grid.blocked(ALT_M, ALT_M)
         grid_ms.append((time.perf_counter() - t0) * 1e3)
         pts = free_points(probe, rng, 2 * (N_GOALS + 1))
@@ -276,7 +280,7 @@ def main() -> None:
                   f"mean {statistics.mean(ratio[mode]):.4f}, min {min(ratio[mode]):.4f}, max {max(ratio[mode]):.4f}")
         if clearance[mode]:
             print(f"  smallest distance from the path to a box: {min(clearance[mode]):.4f} m "
-                  f"(inflation {PlannerConfig().inflation_m:.3f} m)")
+                  f"(inflation {PlannerConfig(robot_radius_m=ROBOT_RADIUS_M).inflation_m:.3f} m)")
 
     graph_scaling()
 

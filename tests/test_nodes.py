@@ -15,6 +15,11 @@ from robot_hrl.nodes.deadline import DeadlineMonitor
 from robot_hrl.nodes.planner_node import PlannerCore
 from robot_hrl.nodes.resources import resolve_resource
 from robot_hrl.world import load_world
+from robot_hrl.planning import PlannerConfig
+from robot_hrl.robots import CRAZYFLIE_2X
+
+ROBOT_RADIUS_M = CRAZYFLIE_2X.collision_radius_m
+"""The planner asks the robot for its collision radius; these tests fly the Crazyflie 2.x."""
 
 TASK = "takeoff 1.0; goto red_box; goto 2.0 2.2 1.0; land"
 
@@ -109,7 +114,7 @@ def world(demo_world_path):
 def core(world):
     from robot_hrl.planning import SymbolicPlanner
 
-    c = PlannerCore(SymbolicPlanner(world, 1.0), floor_z=0.0)
+    c = PlannerCore(SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M)), floor_z=0.0)
     c.on_position((0.5, 0.5, 0.0125))
     return c
 
@@ -188,7 +193,7 @@ def test_planner_core_replans_when_blocked_then_gives_up(core):
 def test_planner_core_waits_for_odometry(world):
     from robot_hrl.planning import SymbolicPlanner
 
-    c = PlannerCore(SymbolicPlanner(world, 1.0))
+    c = PlannerCore(SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M)))
     assert c.on_task(TASK, 0.0) is None and c.state == "waiting_for_odom"
     c.on_position((0.5, 0.5, 0.0125))
     assert c.poll_pending(0.0) is None and c.state == "executing"
@@ -300,6 +305,9 @@ def test_skill_core_estop_latches_until_released(skill):
     ("robot_hrl.nodes.skill_node", ["-p", "robot:=hummingbird"], "unknown robot 'hummingbird'"),
     ("robot_hrl.nodes.planner_node", ["-p", "planner:=oracle"], "choose symbolic, llm or vlm"),
     ("robot_hrl.nodes.planner_node", ["-p", "world:=/nonexistent/world.yaml"], "does not exist"),
+    ("robot_hrl.nodes.planner_node", ["-p", "robot_radius_m:=-0.1"], "robot_radius_m=-0.1 must be >= 0"),
+    ("robot_hrl.nodes.planner_node", ["-p", "robot:=hummingbird"], "unknown robot 'hummingbird'"),
+    ("robot_hrl.nodes.planner_node", ["-p", "planning_timeout_s:=-1"], "planning_timeout_s=-1 must be >= 0"),
     ("sim.nodes.sim_node", ["-p", "physics_hz:=-5"], "must be > 0"),
     ("sim.nodes.sim_node", ["-p"], "needs a value"),
 ])

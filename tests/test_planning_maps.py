@@ -15,6 +15,10 @@ from robot_hrl.errors import PlanningError
 from robot_hrl.planning import OccupancyMap, PlannerConfig, SymbolicPlanner, load_map, rasterize_world, save_map
 from robot_hrl.planning.maps import occupied_rectangles
 from robot_hrl.world import Box, World, load_world
+from robot_hrl.robots import CRAZYFLIE_2X
+
+ROBOT_RADIUS_M = CRAZYFLIE_2X.collision_radius_m
+"""The planner asks the robot for its collision radius; these tests fly the Crazyflie 2.x."""
 
 
 def write_map(folder, pixels: np.ndarray, name="m", ext=".pgm", **meta):
@@ -68,8 +72,8 @@ def test_shipped_demo_map_matches_the_demo_world(repo_root, demo_world_path):
     assert shipped.origin == fresh.origin
     # Used with the demo world it changes nothing: the same plan, landmarks still reachable.
     task = "takeoff 1; visit red_box green_box blue_box; land"
-    with_map = SymbolicPlanner(world, 1.0, occupancy_map=shipped).plan(task, world.start)
-    without = SymbolicPlanner(world, 1.0).plan(task, world.start)
+    with_map = SymbolicPlanner(world, 1.0, occupancy_map=shipped, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M)).plan(task, world.start)
+    without = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M)).plan(task, world.start)
     assert with_map.goal_labels == without.goal_labels
     assert with_map.path_length_m == pytest.approx(without.path_length_m, rel=0.03)
 
@@ -130,7 +134,7 @@ def test_map_obstacles_are_full_height_and_force_a_detour(tmp_path):
     image[2:20, 9:11] = 0  # a wall at x 4.5..5.5 from y = 0 up to y = 9 (rows count from the top)
     path = write_map(tmp_path, image)
     world = _world()
-    planner = SymbolicPlanner(world, 1.0, occupancy_map=load_map(path))
+    planner = SymbolicPlanner(world, 1.0, occupancy_map=load_map(path), config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("takeoff 2.5; goto 8 2 2.5", (2.0, 2.0, 0.0))
     xy = plan.steps[1].path[:, :2]
     assert xy[:, 1].max() > 9.0  # over the wall's top end, not through it
@@ -143,7 +147,7 @@ def test_map_obstacles_are_full_height_and_force_a_detour(tmp_path):
             p = a + (b - a) * t
             assert not grid_map.occupied_at(p[None])[0]
             assert wall.distance([p[0], p[1], 1.0]) >= 0.165 - 1e-6
-    grid_only = SymbolicPlanner(world, 1.0, occupancy_map=grid_map, config=PlannerConfig(max_map_boxes=0))
+    grid_only = SymbolicPlanner(world, 1.0, occupancy_map=grid_map, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M, max_map_boxes=0))
     plan2 = grid_only.plan("takeoff 2.5; goto 8 2 2.5", (2.0, 2.0, 0.0))
     assert grid_only.stats["grid_legs"] == 1 and grid_only.stats["graph_legs"] == 0
     assert plan2.path_length_m == pytest.approx(plan.path_length_m, rel=0.05)
@@ -167,12 +171,12 @@ def test_occupied_rectangles_cover_exactly_the_occupied_cells():
 def test_map_and_world_must_agree(tmp_path):
     small = write_map(tmp_path, np.full((4, 4), 254, np.uint8), name="small")
     with pytest.raises(WorldError, match="must cover the world's bounds"):
-        SymbolicPlanner(_world(), 1.0, occupancy_map=load_map(small))
+        SymbolicPlanner(_world(), 1.0, occupancy_map=load_map(small), config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     image = np.full((20, 20), 254, np.uint8)
     image[17:20, 0:4] = 0  # covers the start (1, 1)
     start_blocked = write_map(tmp_path, image, name="start")
     with pytest.raises(WorldError, match="start"):
-        SymbolicPlanner(_world(), 1.0, occupancy_map=load_map(start_blocked))
+        SymbolicPlanner(_world(), 1.0, occupancy_map=load_map(start_blocked), config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
 
 
 def test_world_file_naming_a_map(tmp_path):
@@ -181,7 +185,7 @@ def test_world_file_naming_a_map(tmp_path):
     world_path = tmp_path / "world.yaml"
     world_path.write_text(yaml.safe_dump({"name": "w", "bounds": {"min": [0, 0, 0], "max": [10, 10, 3]},
                                           "start": [1, 1, 0], "map": "arena.yaml"}))
-    planner = SymbolicPlanner.from_file(world_path, 1.0)
+    planner = SymbolicPlanner.from_file(world_path, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     assert planner.plan("takeoff 1; goto 8 8 1", (1.0, 1.0, 0.0)).path_length_m > 9.0
 
 

@@ -18,6 +18,9 @@ from robot_hrl.planning.search import astar, line_of_sight, space_polyline
 from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.world import Box, World, load_world
 
+ROBOT_RADIUS_M = CRAZYFLIE_2X.collision_radius_m
+"""The planner asks the robot for its collision radius; these tests fly the Crazyflie 2.x."""
+
 INFLATION = 0.165  # robot radius 0.065 + margin 0.10 (the defaults)
 
 
@@ -130,7 +133,7 @@ def test_bad_task_json_is_explained(data, needle):
 # -- paths with known shortest lengths ---------------------------------------------------------
 def test_open_space_is_a_straight_line_with_spaced_subgoals():
     world = make_world()
-    planner = SymbolicPlanner(world, subgoal_radius_m=1.0)
+    planner = SymbolicPlanner(world, subgoal_radius_m=1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("takeoff 1; goto 8 6 2", world.start)
     goto = plan.steps[1]
     assert np.allclose(goto.path, [[1, 1, 1], [8, 6, 2]])
@@ -144,7 +147,7 @@ def test_open_space_is_a_straight_line_with_spaced_subgoals():
 def test_detour_around_a_wall_is_near_the_shortest():
     # A thin wall from y = 0 to 8 at x = 5: the shortest path bends around its top end.
     world = make_world([((5.0, 4.0, 1.5), (0.2, 8.0, 3.0))])
-    planner = SymbolicPlanner(world, subgoal_radius_m=0.5)
+    planner = SymbolicPlanner(world, subgoal_radius_m=0.5, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("takeoff 1; goto 8 2 1", (2.0, 2.0, 0.0))
     length = plan.steps[1].path[:, :2]
     length = float(np.linalg.norm(np.diff(length, axis=0), axis=1).sum())
@@ -158,7 +161,7 @@ def test_detour_around_a_wall_is_near_the_shortest():
 def test_corridor_path_is_exact():
     # Two walls leave a 1 m wide corridor along y = 5; start and goal sit on its axis.
     world = make_world([((5.0, 2.25, 1.5), (4.0, 4.5, 3.0)), ((5.0, 7.75, 1.5), (4.0, 4.5, 3.0))])
-    planner = SymbolicPlanner(world, 1.0)
+    planner = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("goto 9 5 1", (1.0, 5.0, 1.0))
     assert np.allclose(plan.steps[0].path, [[1, 5, 1], [9, 5, 1]])
     # Off the axis it must enter the corridor: longer than straight, clear of the walls.
@@ -169,7 +172,7 @@ def test_corridor_path_is_exact():
 
 def test_low_box_is_flown_over_but_avoided_below_its_top():
     world = make_world([((5.0, 5.0, 0.25), (2.0, 2.0, 0.5))])
-    planner = SymbolicPlanner(world, 1.0)
+    planner = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     high = planner.plan("goto 8 5 1.5", (2.0, 5.0, 1.5))
     assert np.allclose(high.steps[0].path, [[2, 5, 1.5], [8, 5, 1.5]])
     low = planner.plan("goto 8 5 0.4", (2.0, 5.0, 0.4))
@@ -178,7 +181,7 @@ def test_low_box_is_flown_over_but_avoided_below_its_top():
 
 
 def test_demo_task_is_clear_and_spaced(demo):
-    planner = SymbolicPlanner(demo, 1.0)
+    planner = SymbolicPlanner(demo, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("takeoff 1.0; goto 2.0 3.0 1.0; goto red_box; hover 2; visit green_box blue_box; "
                         "goto 2 2 1; land", demo.start)
     assert [s.action for s in plan.steps] == ["takeoff", "goto", "goto", "hover", "goto", "goto", "goto", "land"]
@@ -208,7 +211,7 @@ def test_astar_matches_known_grid_distances():
 
 # -- ordering ---------------------------------------------------------------------------------
 def test_visit_order_is_the_shortest(demo):
-    planner = SymbolicPlanner(demo, 1.0)
+    planner = SymbolicPlanner(demo, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     start = np.array([2.0, 2.0, 1.0])
     plan = planner.plan("visit blue_box red_box green_box", start)
     pts = [start] + [demo.landmark(n).approach_point for n in ("blue_box", "red_box", "green_box")]
@@ -219,7 +222,7 @@ def test_visit_order_is_the_shortest(demo):
 
 def test_visit_points_on_a_line_are_taken_in_order():
     world = make_world()
-    planner = SymbolicPlanner(world, 1.0)
+    planner = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("visit 5,1,1 2,1,1 9,1,1 3,1,1 7,1,1", (1.0, 1.0, 1.0))
     assert [g[0] for g in plan.goals] == [2, 3, 5, 7, 9]
 
@@ -241,7 +244,7 @@ def test_exact_ordering_matches_brute_force():
 
 def test_many_goals_use_two_opt():
     world = make_world()
-    planner = SymbolicPlanner(world, 1.0)
+    planner = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     angles = np.linspace(0, 2 * np.pi, 12, endpoint=False)
     pts = [(5 + 3 * math.cos(a), 5 + 3 * math.sin(a), 1.0) for a in angles]
     shuffled = [pts[i] for i in np.random.default_rng(0).permutation(12)]
@@ -269,20 +272,20 @@ def test_many_goals_use_two_opt():
     ("takeoff 1", (1.0, 2.0), "x, y, z"),
 ])
 def test_unplannable_tasks_are_explained(demo, task, start, needle):
-    planner = SymbolicPlanner(demo, 1.0)
+    planner = SymbolicPlanner(demo, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     with pytest.raises(PlanningError, match=needle):
         planner.plan(task, demo.start if start is None else start)
 
 
 def test_land_over_a_landmark_moves_aside_first(demo):
-    planner = SymbolicPlanner(demo, 1.0)
+    planner = SymbolicPlanner(demo, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("takeoff 1; goto blue_box; land", demo.start)
     land = plan.steps[-1]
     assert land.action == "land" and land.target[2] == 0.0
     box = demo.landmark("blue_box")
     assert box.distance(land.target) >= INFLATION
     assert_clear(demo, plan)
-    no_room = SymbolicPlanner(demo, 1.0, config=PlannerConfig(landing_search_m=0.05))
+    no_room = SymbolicPlanner(demo, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M, landing_search_m=0.05))
     with pytest.raises(PlanningError, match="cannot land.*no clear landing spot"):
         no_room.plan("takeoff 1; goto blue_box; land", demo.start)
 
@@ -291,7 +294,7 @@ def test_unreachable_goal_is_explained():
     # A closed ring of walls around (5, 5).
     ring = [((5.0, 3.5, 1.5), (3.2, 0.2, 3.0)), ((5.0, 6.5, 1.5), (3.2, 0.2, 3.0)),
             ((3.5, 5.0, 1.5), (0.2, 3.2, 3.0)), ((6.5, 5.0, 1.5), (0.2, 3.2, 3.0))]
-    planner = SymbolicPlanner(make_world(ring), 1.0)
+    planner = SymbolicPlanner(make_world(ring), 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     with pytest.raises(PlanningError, match="unreachable"):
         planner.plan("takeoff 1; goto 5 5 1", (1.0, 1.0, 0.0))
 
@@ -299,7 +302,7 @@ def test_unreachable_goal_is_explained():
 def test_visit_with_an_unreachable_target_fails_and_drops_nothing():
     ring = [((5.0, 3.5, 1.5), (3.2, 0.2, 3.0)), ((5.0, 6.5, 1.5), (3.2, 0.2, 3.0)),
             ((3.5, 5.0, 1.5), (0.2, 3.2, 3.0)), ((6.5, 5.0, 1.5), (0.2, 3.2, 3.0))]
-    planner = SymbolicPlanner(make_world(ring), 1.0)
+    planner = SymbolicPlanner(make_world(ring), 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     with pytest.raises(PlanningError, match="unreachable"):
         planner.plan("visit 1,8,1 5,5,1 8,8,1 8,1,1", (1.0, 1.0, 1.0))
     cost = np.array([[0, 1, np.inf], [1, 0, np.inf], [np.inf, np.inf, 0]], dtype=float)
@@ -309,17 +312,17 @@ def test_visit_with_an_unreachable_target_fails_and_drops_nothing():
 
 def test_bad_planner_parameters(demo):
     with pytest.raises(PlanningError, match="subgoal_radius_m"):
-        SymbolicPlanner(demo, 0.0)
+        SymbolicPlanner(demo, 0.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     with pytest.raises(PlanningError, match="ambiguous"):
         lm = [{"id": f"r{i}", "color": "red", "rgb": [1, 0, 0], "center": [2 + 3 * i, 8, 0.15], "size": [0.3] * 3}
               for i in range(2)]
-        SymbolicPlanner(make_world(landmarks=lm), 1.0).plan("takeoff 1; goto red", (1.0, 1.0, 0.0))
+        SymbolicPlanner(make_world(landmarks=lm), 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M)).plan("takeoff 1; goto red", (1.0, 1.0, 0.0))
 
 
 # -- replanning -------------------------------------------------------------------------------
 def test_replan_around_an_obstacle_that_appears():
     world = make_world()
-    planner = SymbolicPlanner(world, 1.0)
+    planner = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("takeoff 1; goto 9 5 1; hover 1", (1.0, 5.0, 0.0))
     assert np.allclose(plan.steps[1].path, [[1, 5, 1], [9, 5, 1]])
     box = Box(center=(5.0, 5.0, 1.5), size=(1.0, 3.0, 3.0))
@@ -335,7 +338,7 @@ def test_replan_around_an_obstacle_that_appears():
 
 
 def test_replan_when_the_skill_reports_blocked_points(demo):
-    planner = SymbolicPlanner(demo, 1.0)
+    planner = SymbolicPlanner(demo, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("takeoff 1; goto 3.8 2.0 1.0", demo.start)
     pos = plan.steps[0].target
     before = plan.path_length_m - 1.0
@@ -347,7 +350,7 @@ def test_replan_when_the_skill_reports_blocked_points(demo):
 
 
 def test_replan_errors(demo):
-    planner = SymbolicPlanner(demo, 1.0)
+    planner = SymbolicPlanner(demo, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("takeoff 1; goto 3.0 2.0 1.0", demo.start)
     with pytest.raises(PlanningError, match="not in the plan"):
         planner.replan(plan, (0.5, 0.5, 1.0), subgoal_index=99)

@@ -15,6 +15,9 @@ from robot_hrl.planning.visibility import OctagonVisibilityGraph
 from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.world import World
 
+ROBOT_RADIUS_M = CRAZYFLIE_2X.collision_radius_m
+"""The planner asks the robot for its collision radius; these tests fly the Crazyflie 2.x."""
+
 R = 0.165
 
 
@@ -78,8 +81,8 @@ def test_graph_and_grid_agree_and_keep_clear():
         "name": "r", "bounds": {"min": [0, 0, 0], "max": [12, 12, 3]}, "start": [0.3, 0.3, 0.0],
         "obstacles": [{"name": f"b{i}", "center": [b[0], b[1], 1.5], "size": [2 * b[2], 2 * b[3], 3.0]}
                       for i, b in enumerate(boxes)]})
-    graph = SymbolicPlanner(world, 1.0)
-    grid = SymbolicPlanner(world, 1.0, config=PlannerConfig(use_visibility_graph=False))
+    graph = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
+    grid = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M, use_visibility_graph=False))
     blocked = grid.grid.blocked(1.0, 1.0)
     free = np.argwhere(~blocked)
     compared = 0
@@ -104,7 +107,7 @@ def test_points_in_an_octagon_corner_fall_back_to_the_grid():
     world = World.model_validate({"name": "c", "bounds": {"min": [0, 0, 0], "max": [10, 10, 3]},
                                   "start": [1, 1, 0], "obstacles": [
                                       {"name": "b", "center": [5, 5, 1.5], "size": [2, 2, 3]}]})
-    planner = SymbolicPlanner(world, 1.0)
+    planner = SymbolicPlanner(world, 1.0, config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     corner = np.array([6.16, 6.05, 1.0])  # 0.168 m from the box corner: outside the disc, inside the octagon
     plan = planner.plan(f"goto {corner[0]} {corner[1]} 1.0", (2.0, 8.0, 1.0))
     assert planner.stats["grid_legs"] == 1
@@ -127,7 +130,8 @@ def test_random_worlds_give_clear_spaced_paths_or_clear_errors(seed):
                            "size": [2 * b[2], 2 * b[3], rng.uniform(0.4, 3.0)]} for i, b in enumerate(boxes)]})
     except ValidationError:
         assume(False)  # a random box covered the world's start: not a world, rejected with its own error
-    planner = SymbolicPlanner(world, subgoal_radius_m=float(rng.uniform(0.3, 1.5)))
+    planner = SymbolicPlanner(world, subgoal_radius_m=float(rng.uniform(0.3, 1.5)),
+                              config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     points = rng.uniform([0, 0, 0.3], [8, 8, 2.7], (4, 3))
     task = "visit " + " ".join(",".join(f"{v:.3f}" for v in p) for p in points[1:])
     try:

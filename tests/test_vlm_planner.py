@@ -19,6 +19,11 @@ from test_llm_planner import llm_server  # noqa: F401  (the scripted server fixt
 
 pytest.importorskip("pybullet")
 from test_perception_landmarks import VIEWS, render_world  # noqa: E402
+from robot_hrl.planning import PlannerConfig
+from robot_hrl.robots import CRAZYFLIE_2X
+
+ROBOT_RADIUS_M = CRAZYFLIE_2X.collision_radius_m
+"""The planner asks the robot for its collision radius; these tests fly the Crazyflie 2.x."""
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +43,8 @@ def test_vlm_sends_the_image_and_grounds_the_landmark(llm_server, world, view): 
     pos, quat, rgb = view
     answer = {"steps": [{"action": "goto", "landmark": "the blue box"}, {"action": "hover", "duration_s": 1}]}
     url = llm_server("vlm_ok", [{"content": json.dumps(answer)}])
-    planner = VLMPlanner(world, 1.0, llm_url=url, model="scripted-vlm", timeout_s=5.0)
+    planner = VLMPlanner(world, 1.0, llm_url=url, model="scripted-vlm", timeout_s=5.0,
+                         config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     plan = planner.plan("fly to the box you can see", pos, image_rgb=rgb, quat_wxyz=quat)
     assert plan.planner == "vlm" and plan.fallback_reason is None
     assert np.allclose(plan.goals[0], world.landmark("blue_box").approach_point)
@@ -56,7 +62,7 @@ def test_vlm_sends_the_image_and_grounds_the_landmark(llm_server, world, view): 
 
 def test_vlm_without_image_says_so_and_falls_back(llm_server, world):  # noqa: F811
     url = llm_server("vlm_bad", [{"content": "I see a blue box! Let's go."}])
-    planner = make_planner("vlm", world, 1.0, llm_url=url, model="m", timeout_s=5.0, max_attempts=2)
+    planner = make_planner("vlm", world, 1.0, llm_url=url, model="m", timeout_s=5.0, max_attempts=2, robot_radius_m=ROBOT_RADIUS_M)
     plan = planner.plan("takeoff 1; goto blue_box; hover 2", world.start)
     assert plan.planner == "symbolic" and "not valid JSON" in plan.fallback_reason
     req = llm_server.requests("vlm_bad")[0]
@@ -64,7 +70,8 @@ def test_vlm_without_image_says_so_and_falls_back(llm_server, world):  # noqa: F
 
 
 def test_vlm_rejects_a_bad_image(world):
-    planner = VLMPlanner(world, 1.0, llm_url="http://127.0.0.1:9/v1", model="m")
+    planner = VLMPlanner(world, 1.0, llm_url="http://127.0.0.1:9/v1", model="m",
+                         config=PlannerConfig(robot_radius_m=ROBOT_RADIUS_M))
     with pytest.raises(PlanningError, match="RGB uint8"):
         planner.set_image(np.zeros((4, 4), np.float32))
     assert math.isfinite(planner.subgoal_radius_m)

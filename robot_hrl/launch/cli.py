@@ -77,6 +77,7 @@ def summary_text(result) -> str:
         f"  time            {result.wall_time_s:.1f} s wall, {result.sim_time_s:.1f} s simulated",
         "  interventions   " + (", ".join(f"{u}: {n}" for u, n in sorted(result.interventions.items()) if n) or "none"),
         f"  violations      {result.violations} (collisions {result.collisions})",
+        f"  planner         {result.planner}" + (f" (fallback: {result.fallback_reason})" if result.fallback_reason else ""),
     ]
     if result.deadline:
         lines.append(f"  skill deadline  {json.dumps(result.deadline)}")

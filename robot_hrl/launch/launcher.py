@@ -69,6 +69,10 @@ class RunResult:
     plot: str | None
     logs: str | None
     exit_codes: dict[str, int | None]
+    planner: str | None = None
+    """The planner that made the plan flown (symbolic, llm, vlm), from /planner/status."""
+    fallback_reason: str | None = None
+    """Why the LLM/VLM planner fell back to the symbolic one, if it did."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -290,7 +294,8 @@ class Launcher:
             violation_events=[v.__dict__ for v in self.monitor.violations], collisions=snap["collisions"],
             deadline=snap["deadline"], errors=snap["errors"],
             recording=str(recording) if recording else None, plot=plot, logs=str(self.out / "logs"),
-            exit_codes=codes,
+            exit_codes=codes, planner=snap["planner"].get("planner"),
+            fallback_reason=snap["planner"].get("fallback_reason"),
         )
         text = json.dumps(result.to_dict(), indent=2, default=str)
         (self.out / "result.json").write_text(text)

@@ -18,19 +18,36 @@ OK, WARN, ERROR, STALE = 0, 1, 2, 3
 LEVEL_NAMES = {OK: "OK", WARN: "WARN", ERROR: "ERROR", STALE: "STALE"}
 
 
+DIAG_TEXT_CHARS = 2000
+"""A diagnostic's message and each value are cut to this many characters."""
+
+
+def safe_text(text: Any, limit: int | None = None) -> str:
+    """Text that every ROS 2 string can carry: lone surrogates (from JSON ``\\udcff`` escapes) and
+    NUL characters escaped (a CDR string cannot carry them), cut to ``limit`` characters."""
+    text = text if isinstance(text, str) else str(text)
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} chars)"
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text.replace("\0", "\\x00") if "\0" in text else text
+
+
 def diag_status(name: str, level: int, message: str, values: dict[str, Any] | None = None,
                 hardware_id: str = "") -> DiagnosticStatus:
-    """A DiagnosticStatus; values are stringified (floats with 6 significant digits)."""
+    """A DiagnosticStatus; values are stringified (floats with 6 significant digits, containers as
+    JSON with non-finite numbers as null), every text made safe to send (:func:`safe_text`)."""
     kv = []
     for key, value in (values or {}).items():
         if isinstance(value, float):
             text = f"{value:.6g}"
         elif isinstance(value, (dict, list, tuple)):
-            text = json.dumps(value, default=str)
+            text = json.dumps(finite_json(value)[0], default=str)
         else:
             text = str(value)
-        kv.append(KeyValue(key=str(key), value=text))
-    return DiagnosticStatus(level=int(level), name=name, message=message, hardware_id=hardware_id, values=kv)
+        kv.append(KeyValue(key=safe_text(key, 200), value=safe_text(text, DIAG_TEXT_CHARS)))
+    return DiagnosticStatus(level=int(level), name=safe_text(name, 200), message=safe_text(message, DIAG_TEXT_CHARS),
+                            hardware_id=safe_text(hardware_id, 200), values=kv)
 
 
 def diag_array(stamp_s: float, statuses: list[DiagnosticStatus]) -> DiagnosticArray:
@@ -42,20 +59,48 @@ def diag_values(status: DiagnosticStatus) -> dict[str, str]:
 
 
 def json_string(payload: dict[str, Any]) -> String:
-    return String(data=json.dumps(payload, default=_json_default, allow_nan=False))
+    """A status as std_msgs/String JSON that never fails on a number: a NaN or infinite number (a
+    distance from an ``/odom`` of 1e308 overflows) becomes null, and the payload says which ones
+    under ``"non_finite"`` (their paths). Valid JSON always (``allow_nan=False``), ASCII only."""
+    clean, dropped = finite_json(payload)
+    if dropped and isinstance(clean, dict):
+        clean["non_finite"] = dropped[:20]
+    return String(data=json.dumps(clean, allow_nan=False))
 
 
-def _json_default(value):
-    try:
-        import numpy as np
+def finite_json(value: Any, path: str = "") -> tuple[Any, list[str]]:
+    """``value`` made JSON-safe: numpy arrays and scalars to Python, non-finite floats to None
+    (their paths listed), other objects to ``str``. Returns (clean value, paths of dropped numbers)."""
+    dropped: list[str] = []
 
-        if isinstance(value, np.ndarray):
-            return [float(v) for v in value.tolist()]
-        if isinstance(value, np.generic):
-            return value.item()
-    except ImportError:  # pragma: no cover
-        pass
-    return str(value)
+    def clean(v, where: str, depth: int):
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, int):
+            return v
+        if isinstance(v, float):
+            if math.isfinite(v):
+                return v
+            dropped.append(where or "(value)")
+            return None
+        if depth > 32:
+            return str(v)
+        if isinstance(v, dict):
+            return {str(k): clean(x, f"{where}.{k}" if where else str(k), depth + 1) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v)]
+        try:
+            import numpy as np
+
+            if isinstance(v, np.ndarray):
+                return clean(v.tolist(), where, depth)
+            if isinstance(v, np.generic):
+                return clean(v.item(), where, depth)
+        except ImportError:  # pragma: no cover
+            pass
+        return str(v)
+
+    return clean(value, path, 0), dropped
 
 
 def finite_or_none(x: float) -> float | None:
@@ -83,7 +128,11 @@ def make_node(opts: NodeArgs):
 
 def run_main(default_name: str, build: Callable[[Any], Any], argv: list[str] | None = None) -> int:
     """Parse argv, create the node, build the node's wiring with ``build(node)``, spin until
-    SIGINT/SIGTERM. Errors in the configuration print one clear line and exit 2."""
+    SIGINT/SIGTERM. Errors in the configuration print one clear line and exit 2.
+
+    ``build`` gets the node as a :class:`~robot_hrl.nodes.input_guard.GuardedNode`: every subscription
+    and timer callback is guarded (an exception drops that input, is counted and logged, and the
+    node goes on), and ``<node>: inputs`` on /diagnostics says what was dropped on which topic."""
     logging.basicConfig(level=logging.INFO, format="[%(levelname)s] [%(name)s] %(message)s")
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -99,8 +148,12 @@ def run_main(default_name: str, build: Callable[[Any], Any], argv: list[str] | N
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    from robot_hrl.nodes.input_guard import GuardedNode
+
+    guarded = GuardedNode(node)
     try:
-        wiring = build(node)
+        wiring = build(guarded)
+        guarded.input_guard.start_reporting()
     except RobotHrlError as exc:
         print(f"{opts.name}: error: {exc}", file=sys.stderr)
         node.shutdown()

@@ -7,13 +7,22 @@ Topics (relative to the node's namespace):
 - in  ``/odom`` nav_msgs/Odometry: where the robot is (the start of each plan).
 - in  ``/skill/status`` std_msgs/String JSON from the skill node: ``reached`` advances to the
   next subgoal, ``blocked`` (held off its subgoal) triggers a replan, ``landed`` ends a landing.
+  It is validated (:mod:`robot_hrl.nodes.skill_status`); a malformed status is refused.
 - out ``/plan`` nav_msgs/Path (latched): every subgoal of the current plan.
 - out ``/subgoal`` geometry_msgs/PoseStamped (reliable): the current subgoal, re-sent at
   ``subgoal_rate_hz`` as a heartbeat (the skill node holds, then lands, when it stops). A
   landing is a subgoal on the floor (z at the world's floor): the skill node lands under it.
 - out ``/planner/status`` std_msgs/String JSON (latched): state (idle, waiting_for_odom,
-  executing, hovering, landing, done, error), goals reached / total, current goal, error.
-- out ``/diagnostics``: the plan, and a malformed or impossible task as an ERROR with the reason.
+  planning, executing, hovering, landing, done, error), goals reached / total, current goal,
+  the planner that made the plan and any fallback reason, error.
+- out ``/diagnostics``: the plan, and a malformed or impossible task as an ERROR with the reason;
+  ``planner_node: inputs``: what was dropped on which topic, and why.
+
+Planning runs off the executor thread (one worker), within ``planning_timeout_s``: meanwhile
+the heartbeat keeps flowing and the status says ``planning``. A newer task cancels the plan
+being made. No input ends the node: every callback is guarded
+(:mod:`robot_hrl.nodes.input_guard`), and every number that goes into a plan or a status is
+checked finite.
 
 A task that cannot be parsed or planned changes nothing the robot does: the current subgoal
 (if any) keeps being sent, so the robot keeps hovering where it is safe.
@@ -32,10 +41,18 @@ import numpy as np
 from robot_hrl.errors import PlanningError, RobotHrlError
 from robot_hrl.msgs import DiagnosticArray, Odometry, Path, String, seconds_from_time
 from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, json_string, pose_stamped, run_main
+from robot_hrl.planning.deadline import PlanningDeadline
+from robot_hrl.planning.task import MAX_TASK_CHARS
+from robot_hrl.planning.untrusted import plain
 from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 
 GOAL_ACTIONS = ("takeoff", "goto", "land")
 SAME_SUBGOAL_M = 1e-3
+SYMBOLIC_PLANNING_TIMEOUT_S = 10.0
+"""The default planning deadline of the symbolic planner (tasks within the limits plan in well under
+a second on the demo world; see benchmarks/README.md); an LLM/VLM planner adds its requests."""
+RESULT_POLL_S = 0.05
+"""How often the executor looks for a finished plan."""
 
 
 @dataclass
@@ -54,13 +71,47 @@ class PlannerConfig:
 
 
 @dataclass
+class PlanJob:
+    """One planning call (a task, or a replan), with its deadline."""
+
+    kind: str
+    """``task`` or ``replan``."""
+    text: str | None
+    """The task (``task`` jobs)."""
+    deadline: PlanningDeadline
+    run: Callable[[PlanningDeadline], Any]
+    """Makes the plan (in the worker thread); raises PlanningError."""
+    started_s: float
+    """Node time when it was asked for."""
+    state_before: str
+
+
+def run_job(job: PlanJob) -> tuple[Any, Exception | None]:
+    """(plan, None) or (None, the error). Any exception is an error: a planner bug must not stop the robot."""
+    try:
+        return job.run(job.deadline), None
+    except PlanningError as exc:
+        return None, exc
+    except Exception as exc:  # noqa: BLE001
+        return None, PlanningError(f"the planner failed on this task: {type(exc).__name__}: {plain(str(exc), 300)}")
+
+
+@dataclass
 class PlannerCore:
-    """Plan execution, without I/O: feed it tasks, positions and skill statuses; read the subgoal."""
+    """Plan execution, without I/O: feed it tasks, positions and skill statuses; read the subgoal.
+
+    Planning goes through :attr:`runner`: None plans at once, in the caller's thread (tests, tools);
+    the node's runner plans in a worker thread and hands the outcome back with :meth:`finish_job`,
+    and meanwhile the state is ``planning``."""
 
     planner: Any
-    """A planner with ``plan(task, start_position_w)`` and ``replan(plan, position_w, ...)`` (robot_hrl.planning)."""
+    """A planner with ``plan(task, start_position_w, deadline=...)`` and ``replan(plan, position_w, ...,
+    deadline=...)`` (robot_hrl.planning)."""
     floor_z: float = 0.0
     config: PlannerConfig = field(default_factory=PlannerConfig)
+    planning_timeout_s: float = SYMBOLIC_PLANNING_TIMEOUT_S
+    """How long one plan or replan may take."""
+    runner: Callable[[PlanJob], None] | None = None
     plan: Any = None
     step_index: int = 0
     sub_index: int = 0
@@ -76,41 +127,85 @@ class PlannerCore:
     blocked_since: float | None = None
     replans: int = 0
     plan_version: int = 0
+    job: PlanJob | None = None
+    """The plan being made, if any."""
     events: list[str] = field(default_factory=list)
 
     # ---- inputs -------------------------------------------------------------------------------
     def on_position(self, position) -> None:
-        self.position = np.asarray(position, dtype=np.float64)
+        p = np.asarray(position, dtype=np.float64).reshape(3)
+        if np.all(np.isfinite(p)):
+            self.position = p
 
     def on_task(self, task: Any, now: float) -> str | None:
-        """Plan ``task`` from the current position. Returns an error message (nothing changes) or None."""
+        """Plan ``task`` from the current position. Returns an error message (nothing changes) or None
+        (planned, or planning in the worker: the outcome comes through :meth:`finish_job`)."""
         if isinstance(task, str):
             text = task.strip()
             if not text:
                 return self._reject("the task is empty; e.g. `takeoff 1.0; goto red_box; land`")
         elif isinstance(task, dict):
-            text = json.dumps(task)
+            try:
+                text = json.dumps(task, allow_nan=False)
+            except (ValueError, TypeError, RecursionError) as exc:
+                return self._reject(f"the task dict is not JSON: {plain(str(exc), 200)}")
         else:
             return self._reject(f"a task must be text or JSON, got {type(task).__name__}")
+        if len(text) > MAX_TASK_CHARS:
+            return self._reject(f"the task is {len(text)} characters; at most {MAX_TASK_CHARS} are accepted "
+                                "(at most 64 steps); send a shorter task")
         if self.position is None:
             self.pending_task = text
             self.state = "waiting_for_odom"
             return None
-        try:
-            plan = self.planner.plan(text, self.position)
-        except PlanningError as exc:
-            return self._reject(str(exc))
-        except (ValueError, TypeError, KeyError) as exc:  # a planner bug must not stop the robot
-            return self._reject(f"the planner failed on this task: {type(exc).__name__}: {exc}")
-        self.task_text = text
-        self.error = None
-        self.goals_failed = []
-        self.goals_reached = 0
-        self.goals_total = len(plan.goals)
-        self._set_plan(plan)
-        self.events.append(f"planned {len(plan.steps)} steps, {len(plan.subgoals)} subgoals ({plan.planner})")
-        self._enter_step(now)
+        if self.job is not None:
+            self.job.deadline.cancel("a newer task arrived")
+            self.events.append(f"cancelled the {self.job.kind} being planned: a newer task arrived")
+        start = self.position.copy()
+        job = PlanJob("task", text, PlanningDeadline(self.planning_timeout_s),
+                      lambda deadline: self.planner.plan(text, start, deadline=deadline), now,
+                      self.state if self.job is None else self.job.state_before)
+        return self._launch(job, now)
+
+    def _launch(self, job: PlanJob, now: float) -> str | None:
+        self.job = job
+        if self.runner is None:
+            plan, error = run_job(job)
+            return self.finish_job(job, plan, error, now)[1]
+        self.state = "planning"
+        self.runner(job)
         return None
+
+    def finish_job(self, job: PlanJob, plan, error: Exception | None, now: float) -> tuple[bool, str | None]:
+        """Apply a finished job's outcome. Returns (applied, error message); a job that was superseded
+        by a newer one is not applied."""
+        if job is not self.job:
+            return False, None
+        self.job = None
+        if job.kind == "task":
+            if error is not None:
+                return True, self._reject(str(error))
+            self.task_text = job.text
+            self.error = None
+            self.goals_failed = []
+            self.goals_reached = 0
+            self.goals_total = len(plan.goals)
+            self._set_plan(plan)
+            self.events.append(f"planned {len(plan.steps)} steps, {len(plan.subgoals)} subgoals ({plan.planner})")
+            self._enter_step(now)
+            return True, None
+        # a replan
+        if error is not None:
+            self.events.append(f"replan failed: {error}")
+            self.replans += 1
+            self.state = job.state_before
+            return True, None
+        replans = self.replans + 1
+        self._set_plan(plan)
+        self.replans = replans
+        self.events.append(f"replanned ({replans}) from {np.round(self.position, 2).tolist()}")
+        self._enter_step(now)
+        return True, None
 
     def _reject(self, message: str) -> str:
         self.error = message
@@ -132,16 +227,24 @@ class PlannerCore:
             return self.on_task(task, now)
         return None
 
+    def _same_subgoal(self, requested) -> bool:
+        current = self.current_subgoal()
+        if current is None or requested is None:
+            return False
+        try:
+            r = np.asarray(requested, dtype=np.float64).reshape(3)
+        except (ValueError, TypeError):
+            return False
+        d = np.abs(r - current)
+        return bool(np.all(np.isfinite(d)) and float(np.max(d)) < SAME_SUBGOAL_M)
+
     def on_skill_status(self, status: dict, now: float) -> None:
-        if self.plan is None or self.state == "error":
+        if self.plan is None or self.state == "error" or self.job is not None:
             return
         step = self.current_step
         if step is None:
             return
-        current = self.current_subgoal()
-        requested = status.get("requested")
-        same = (current is not None and requested is not None and len(requested) == 3
-                and float(np.max(np.abs(np.asarray(requested, dtype=np.float64) - current))) < SAME_SUBGOAL_M)
+        same = self._same_subgoal(status.get("requested"))
         state = status.get("state")
         if step.action == "land":
             if state == "landed":
@@ -152,7 +255,8 @@ class PlannerCore:
         last = self.sub_index + 1 >= len(step.subgoals)
         distance = status.get("distance")
         passed = (not last and step.action != "hover" and state in ("tracking", "reached")
-                  and isinstance(distance, (int, float)) and distance <= self._pass_radius(step))
+                  and isinstance(distance, (int, float)) and not isinstance(distance, bool)
+                  and distance <= self._pass_radius(step))
         if state == "reached" or passed:
             self.blocked_since = None
             if step.action == "hover":
@@ -197,18 +301,14 @@ class PlannerCore:
             self.events.append(f"gave up on {step.action} {step.label} after {self.replans} replans")
             self._complete_step(now, reached=False)
             return
-        index = sum(len(s.subgoals) for s in self.plan.steps[: self.step_index]) + self.sub_index
-        try:
-            new_plan = self.planner.replan(self.plan, self.position, subgoal_index=index)
-        except PlanningError as exc:
-            self.events.append(f"replan failed: {exc}")
-            self.replans += 1
+        if self.position is None:
             return
-        replans = self.replans + 1
-        self._set_plan(new_plan)
-        self.replans = replans
-        self.events.append(f"replanned ({replans}) from {np.round(self.position, 2).tolist()}")
-        self._enter_step(now)
+        index = sum(len(s.subgoals) for s in self.plan.steps[: self.step_index]) + self.sub_index
+        plan, position = self.plan, self.position.copy()
+        job = PlanJob("replan", None, PlanningDeadline(self.planning_timeout_s),
+                      lambda deadline: self.planner.replan(plan, position, subgoal_index=index, deadline=deadline),
+                      now, self.state)
+        self._launch(job, now)
 
     def _complete_step(self, now: float, reached: bool = True) -> None:
         step = self.current_step
@@ -273,7 +373,9 @@ class PlannerCore:
             "planner": None if self.plan is None else self.plan.planner,
             "fallback_reason": None if self.plan is None else self.plan.fallback_reason,
             "ends_landed": ends_landed, "plan_version": self.plan_version, "error": self.error,
-            "task": self.task_text,
+            "task": None if self.task_text is None else plain(self.task_text, 500),
+            "planning": None if self.job is None else self.job.kind,
+            "planning_timeout_s": self.planning_timeout_s,
         }
 
 
@@ -288,17 +390,20 @@ def subgoal_radius_from_model(model_path: str) -> float:
 
 
 def make_planner(kind: str, world, subgoal_radius_m: float, llm_url: str, model: str, timeout_s: float,
-                 safety_margin_m: float | None = None):
+                 safety_margin_m: float | None = None, robot_radius_m: float | None = None):
+    """The node's planner; ``robot_radius_m`` is the robot's collision radius (the node asks its robot model)."""
     from robot_hrl.planning import PlannerConfig as GridConfig
     from robot_hrl.planning import make_planner as factory
 
-    config = GridConfig() if safety_margin_m is None else GridConfig(safety_margin_m=float(safety_margin_m))
+    config = GridConfig(robot_radius_m=robot_radius_m)
+    if safety_margin_m is not None:
+        config = GridConfig(robot_radius_m=robot_radius_m, safety_margin_m=float(safety_margin_m))
     return factory(kind, world, subgoal_radius_m, llm_url=llm_url, model=model or None, timeout_s=timeout_s,
                    config=config)
 
 
 class PlannerNode:
-    """I/O wiring of :class:`PlannerCore`."""
+    """I/O wiring of :class:`PlannerCore`: guarded subscriptions, the planning worker, publishers."""
 
     def __init__(self, node, planner=None):
         self.node = node
@@ -307,10 +412,11 @@ class PlannerNode:
             ("model", "models/crazyflie_goto.onnx"), ("subgoal_radius_m", 0.0),
             ("llm_url", "http://localhost:11434/v1"), ("llm_model", ""), ("llm_timeout_s", 30.0), ("task", ""),
             ("subgoal_rate_hz", 5.0), ("blocked_replan_s", 2.0), ("max_replans", 3), ("frame_id", "map"),
-            ("safety_margin_m", 0.2),
+            ("safety_margin_m", 0.2), ("robot_radius_m", 0.0), ("planning_timeout_s", 0.0),
         )}
         self.p = p
         from robot_hrl.errors import ConfigError
+        from robot_hrl.nodes.input_guard import input_guard_of
         from robot_hrl.nodes.resources import resolve_resource
         from robot_hrl.world import load_world
 
@@ -318,38 +424,102 @@ class PlannerNode:
             raise ConfigError(f"planner_node: planner={p['planner']!r}; choose symbolic, llm or vlm")
         if not float(p["subgoal_rate_hz"]) > 0:
             raise ConfigError(f"planner_node: subgoal_rate_hz={p['subgoal_rate_hz']!r} must be > 0")
+        timeout = float(p["planning_timeout_s"])
+        if not (0 <= timeout < float("inf")):
+            raise ConfigError(f"planner_node: planning_timeout_s={p['planning_timeout_s']!r} must be >= 0 "
+                              "(0 = 10 s, plus the LLM's requests for llm/vlm)")
         self.world = load_world(resolve_resource(p["world"], "world file"))
         radius = float(p["subgoal_radius_m"]) or subgoal_radius_from_model(str(p["model"]))
         if planner is None:
             if float(p["safety_margin_m"]) < 0:
                 raise ConfigError(f"planner_node: safety_margin_m={p['safety_margin_m']!r} must be >= 0")
             planner = make_planner(str(p["planner"]), self.world, radius, str(p["llm_url"]), str(p["llm_model"]),
-                                   float(p["llm_timeout_s"]), float(p["safety_margin_m"]))
+                                   float(p["llm_timeout_s"]), float(p["safety_margin_m"]), self._robot_radius_m(p))
+        if timeout == 0:
+            timeout = default_planning_timeout_s(planner)
+        import queue
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planner_node-planning")
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
         self.core = PlannerCore(planner, floor_z=float(self.world.bounds.min[2]),
-                                config=PlannerConfig(float(p["blocked_replan_s"]), int(p["max_replans"])))
+                                config=PlannerConfig(float(p["blocked_replan_s"]), int(p["max_replans"])),
+                                planning_timeout_s=timeout, runner=self._submit)
         self.frame_id = str(p["frame_id"])
+        self.inputs = input_guard_of(node, "planner_node")
         self.plan_pub = node.create_publisher(Path, "/plan", LATCHED_QOS)
         from robot_hrl.msgs import PoseStamped
 
         self.subgoal_pub = node.create_publisher(PoseStamped, "/subgoal", COMMAND_QOS)
         self.status_pub = node.create_publisher(String, "/planner/status", LATCHED_QOS)
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
-        node.create_subscription(String, "/task", self._on_task, LATCHED_QOS)
-        node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS)
-        node.create_subscription(String, "/skill/status", self._on_skill_status, COMMAND_QOS)
-        self.timer = node.create_timer(1.0 / float(p["subgoal_rate_hz"]), self._tick)
+        self.inputs.subscribe(String, "/task", self._on_task, LATCHED_QOS)
+        self.inputs.subscribe(Odometry, "/odom", self._on_odom, SENSOR_QOS)
+        self.inputs.subscribe(String, "/skill/status", self._on_skill_status, COMMAND_QOS)
+        self.timer = self.inputs.timer(1.0 / float(p["subgoal_rate_hz"]), self._tick)
+        self.result_timer = self.inputs.timer(RESULT_POLL_S, self._poll_results)
         self._quat = (1.0, 0.0, 0.0, 0.0)
         if hasattr(planner, "set_image"):
             from robot_hrl.msgs import Image
 
-            node.create_subscription(Image, "/camera/image_raw", self._on_image, SENSOR_QOS)
+            self.inputs.subscribe(Image, "/camera/image_raw", self._on_image, SENSOR_QOS)
         self._published_version = -1
         self._last_status: str | None = None
         self.tasks_rejected = 0
+        self.inputs.start_reporting()
         initial = p["task"]
         if isinstance(initial, dict) or (isinstance(initial, str) and initial.strip()):
             self._handle_task(initial)
         self._publish_status()
+
+    @staticmethod
+    def _robot_radius_m(p: dict) -> float:
+        """``robot_radius_m`` when set (> 0), else the collision radius of the ``robot`` model."""
+        from robot_hrl.errors import ConfigError
+        from robot_hrl.robots import get_robot
+
+        given = float(p["robot_radius_m"])
+        if not (given >= 0 and given < float("inf")):
+            raise ConfigError(f"planner_node: robot_radius_m={p['robot_radius_m']!r} must be >= 0 (0 = the robot model's)")
+        if given > 0:
+            return given
+        try:
+            return float(get_robot(str(p["robot"])).collision_radius_m)
+        except KeyError as exc:
+            raise ConfigError(f"planner_node: {str(exc).strip(chr(34))}") from None
+
+    # ---- planning in the worker ----------------------------------------------------------------
+    def _submit(self, job: PlanJob) -> None:
+        self._pool.submit(self._work, job)
+
+    def _work(self, job: PlanJob) -> None:
+        plan, error = run_job(job)
+        self._done.put((job, plan, error))
+
+    def _poll_results(self) -> None:
+        import queue
+
+        while True:
+            try:
+                job, plan, error = self._done.get_nowait()
+            except queue.Empty:
+                return
+            applied, message = self.core.finish_job(job, plan, error, self._now())
+            if not applied:
+                continue
+            if job.kind == "task":
+                self._after_task(job.text, message)
+            else:
+                if self.core.plan_version != self._published_version:
+                    self._publish_plan()
+                self._send_subgoal()
+                self._publish_status()
+
+    def close(self) -> None:
+        """Stop the worker (run_main calls this on shutdown)."""
+        if self.core.job is not None:
+            self.core.job.deadline.cancel("the node is shutting down")
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ---- callbacks ----------------------------------------------------------------------------
     def _now(self) -> float:
@@ -359,19 +529,22 @@ class PlannerNode:
         self._handle_task(msg.data)
 
     def _handle_task(self, task) -> None:
-        self.node.get_logger().info(f"task: {str(task)[:200]}")
+        self.node.get_logger().info(f"task: {plain(task, 200)}")
         error = self.core.on_task(task, self._now())
-        self._after_task(task, error)
+        if error is not None or self.core.job is None:
+            self._after_task(task, error)
+        else:
+            self._publish_status()  # planning
 
     def _after_task(self, task, error: str | None) -> None:
         if error is not None:
             self.tasks_rejected += 1
-            self.node.get_logger().error(f"task rejected: {error}")
+            self.node.get_logger().error(f"task rejected: {plain(error, 500)}")
             keep = self.core.current_subgoal()
             self._publish_diag(ERROR, f"task rejected: {error}", {
-                "task": str(task)[:500], "action": "kept the current subgoal" if keep is not None else "no flight",
+                "task": plain(task, 500), "action": "kept the current subgoal" if keep is not None else "no flight",
                 "tasks_rejected": self.tasks_rejected})
-        elif self.core.plan is not None:
+        elif self.core.plan is not None and self.core.plan_version != self._published_version:
             self._publish_plan()
         self._publish_status()
         self._send_subgoal()
@@ -379,34 +552,46 @@ class PlannerNode:
     def _on_odom(self, msg: Odometry) -> None:
         p = msg.pose.pose.position
         o = msg.pose.pose.orientation
-        self._quat = (o.w, o.x, o.y, o.z)
-        pos = (p.x, p.y, p.z)
-        if all(np.isfinite(pos)):
-            self.core.on_position(pos)
+        pos = (float(p.x), float(p.y), float(p.z))
+        if not all(np.isfinite(pos)):
+            self.inputs.reject("/odom", f"non-finite position {list(pos)}: ignored, the last finite one is kept")
+            return
+        quat = (float(o.w), float(o.x), float(o.y), float(o.z))
+        if all(np.isfinite(quat)):
+            self._quat = quat
+        self.core.on_position(pos)
         if self.core.pending_task is not None:
             task = self.core.pending_task
             error = self.core.poll_pending(self._now())
-            self._after_task(task, error)
+            if error is not None or self.core.job is None:
+                self._after_task(task, error)
+            else:
+                self._publish_status()
 
     def _on_image(self, msg) -> None:
         from robot_hrl.msgs import array_from_image
 
         try:
             rgb = array_from_image(msg)
-            if msg.encoding == "rgb8":
-                self.core.planner.set_image(rgb, self._quat)
+            if msg.encoding != "rgb8":
+                self.inputs.reject("/camera/image_raw", f"encoding {plain(msg.encoding, 40)!r}: the VLM takes rgb8")
+                return
+            self.core.planner.set_image(rgb, self._quat)
         except (ValueError, RobotHrlError) as exc:
-            self.node.get_logger().warning(f"camera image ignored: {exc}")
+            self.inputs.reject("/camera/image_raw", f"camera image ignored: {plain(str(exc), 200)}")
 
     def _on_skill_status(self, msg: String) -> None:
+        from robot_hrl.nodes.skill_status import SkillStatusError, parse_skill_status
+
         try:
-            status = json.loads(msg.data)
-        except ValueError:
-            return
-        if not isinstance(status, dict):
+            status = parse_skill_status(msg.data)
+        except SkillStatusError as exc:
+            self.inputs.reject("/skill/status", str(exc))
             return
         before = (self.core.step_index, self.core.sub_index, self.core.plan_version)
-        self.core.on_skill_status(status, self._now())
+        self.core.on_skill_status(status.as_dict(), self._now())
+        if self.core.job is not None and self.core.job.kind == "replan":
+            self._publish_status()  # planning
         if (self.core.step_index, self.core.sub_index, self.core.plan_version) != before:
             if self.core.plan_version != self._published_version:
                 self._publish_plan()
@@ -421,7 +606,7 @@ class PlannerNode:
     # ---- outputs ------------------------------------------------------------------------------
     def _send_subgoal(self) -> None:
         sub = self.core.current_subgoal()
-        if sub is not None:
+        if sub is not None and np.all(np.isfinite(sub)):
             self.subgoal_pub.publish(pose_stamped(sub, self._now(), self.frame_id))
 
     def _publish_plan(self) -> None:
@@ -435,20 +620,27 @@ class PlannerNode:
         plan = self.core.plan
         self._publish_diag(OK if plan.fallback_reason is None else WARN, f"plan: {len(plan.steps)} steps", {
             "planner": plan.planner, "goals": self.core.goals_total, "subgoals": len(plan.subgoals),
-            "fallback_reason": plan.fallback_reason or "", "task": self.core.task_text or ""})
+            "fallback_reason": plan.fallback_reason or "", "task": plain(self.core.task_text or "", 500)})
 
     def _publish_status(self) -> None:
-        status = self.core.status()
-        text = json.dumps(status, default=str)
-        if text != self._last_status:
-            self._last_status = text
-            self.status_pub.publish(String(data=text))
+        msg = json_string(self.core.status())
+        if msg.data != self._last_status:
+            self._last_status = msg.data
+            self.status_pub.publish(msg)
             for event in self.core.events:
-                self.node.get_logger().info(event)
+                self.node.get_logger().info(plain(event, 1000))
             self.core.events.clear()
 
     def _publish_diag(self, level: int, message: str, values: dict) -> None:
         self.diag_pub.publish(diag_array(self._now(), [diag_status("planner_node: task", level, message, values)]))
+
+
+def default_planning_timeout_s(planner) -> float:
+    """10 s for the symbolic planner; an LLM/VLM planner adds ``max_attempts x timeout_s`` for its requests."""
+    client = getattr(planner, "client", None)
+    if client is None:
+        return SYMBOLIC_PLANNING_TIMEOUT_S
+    return SYMBOLIC_PLANNING_TIMEOUT_S + int(getattr(planner, "max_attempts", 1)) * float(client.timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,6 +40,10 @@ class PlanCommand:
                             help="robot position (default: the world's start)")
         parser.add_argument("--subgoal-radius", type=float, default=DEFAULT_SUBGOAL_RADIUS_M,
                             help="the skill's subgoal radius, m (from the model contract)")
+        parser.add_argument("--robot", default="crazyflie_2x",
+                            help="robot model (robot_hrl.robots): obstacles are inflated by its collision radius")
+        parser.add_argument("--robot-radius", type=float, default=None,
+                            help="the robot's collision radius, m (default: the --robot model's)")
         parser.add_argument("--resolution", type=float, default=PlannerConfig.resolution_m, help="grid cell, m")
         parser.add_argument("--margin", type=float, default=PlannerConfig.safety_margin_m,
                             help="safety margin added to the robot radius, m")
@@ -78,7 +82,16 @@ class PlanCommand:
             raise PlanningError(f"--resolution must be positive, got {args.resolution}")
         if not (math.isfinite(args.margin) and args.margin >= 0):
             raise PlanningError(f"--margin must be >= 0, got {args.margin}")
-        config = PlannerConfig(resolution_m=args.resolution, safety_margin_m=args.margin)
+        if args.robot_radius is None:
+            from robot_hrl.robots import get_robot
+
+            try:
+                radius = get_robot(args.robot).collision_radius_m
+            except KeyError as exc:
+                raise PlanningError(str(exc).strip('"')) from None
+        else:
+            radius = args.robot_radius
+        config = PlannerConfig(robot_radius_m=radius, resolution_m=args.resolution, safety_margin_m=args.margin)
         planner = make_planner(args.planner, world, args.subgoal_radius, llm_url=args.llm_url, model=args.llm_model,
                                timeout_s=args.llm_timeout, max_attempts=args.max_attempts,
                                occupancy_map=grid_map, config=config)

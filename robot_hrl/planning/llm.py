@@ -15,116 +15,48 @@ The API key, when the endpoint needs one, is read from ``ROBOT_HRL_LLM_API_KEY``
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
-import os
-import re
-import socket
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from robot_hrl.errors import PlanningError
+from robot_hrl.planning.chat_client import API_KEY_ENV_VARS, ChatClient, LLMRequestError, chat_completions_url
+from robot_hrl.planning.config import PlannerConfig
+from robot_hrl.planning.deadline import PlanningDeadline, PlanningTimeout
 from robot_hrl.planning.plan import Plan
 from robot_hrl.planning.symbolic import SymbolicPlanner
-from robot_hrl.planning.task import TASK_SCHEMA, parse_task_json
+from robot_hrl.planning.task import MAX_TASK_CHARS, MAX_TASK_DEPTH, TASK_SCHEMA, parse_task_json
+from robot_hrl.planning.untrusted import loads_strict, truncate
 from robot_hrl.world import World
 
-API_KEY_ENV_VARS = ("ROBOT_HRL_LLM_API_KEY", "OPENAI_API_KEY")
 DEFAULT_LLM_URL = "http://127.0.0.1:11434/v1"
 """Ollama's OpenAI-compatible endpoint."""
 DEFAULT_LLM_MODEL = "llama3.1:8b"
 DEFAULT_VLM_MODEL = "llava:13b"
-
-
-class LLMRequestError(PlanningError):
-    """The endpoint could not be reached, timed out, or answered with an HTTP error."""
-
-
-def chat_completions_url(base_url: str) -> str:
-    """``http://host:port`` or ``http://host:port/v1`` -> ``.../v1/chat/completions``."""
-    base = base_url.rstrip("/")
-    if base.endswith("/chat/completions"):
-        return base
-    if not base.endswith("/v1"):
-        base += "/v1"
-    return base + "/chat/completions"
-
-
-@dataclass
-class ChatClient:
-    """A minimal OpenAI chat-completions client on urllib (no SDK)."""
-
-    base_url: str
-    model: str
-    timeout_s: float = 30.0
-    api_key: str | None = None
-    json_schema_format: bool = True
-    """Ask for structured output (``response_format: json_schema``); servers that ignore it still work."""
-
-    def __post_init__(self):
-        if not self.base_url.startswith(("http://", "https://")):
-            raise PlanningError(f"LLM URL {self.base_url!r} must start with http:// or https://")
-        if not (self.timeout_s > 0):
-            raise PlanningError(f"LLM timeout must be positive, got {self.timeout_s}")
-        if self.api_key is None:
-            self.api_key = next((os.environ[v] for v in API_KEY_ENV_VARS if os.environ.get(v)), None)
-
-    def complete(self, messages: list[dict]) -> str:
-        try:
-            return self._complete(messages)
-        except LLMRequestError as exc:
-            # Some servers reject ``response_format``; ask again once without it, and from now on.
-            if self.json_schema_format and " HTTP 400" in str(exc):
-                self.json_schema_format = False
-                return self._complete(messages)
-            raise
-
-    def _complete(self, messages: list[dict]) -> str:
-        body = {"model": self.model, "messages": messages, "temperature": 0.0, "stream": False}
-        if self.json_schema_format:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "robot_hrl_task", "schema": TASK_SCHEMA, "strict": True}}
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        url = chat_completions_url(self.base_url)
-        req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:200].decode(errors="replace")
-            raise LLMRequestError(f"the LLM endpoint {url} answered HTTP {exc.code}: {detail}") from None
-        except (socket.timeout, TimeoutError):
-            raise LLMRequestError(f"the LLM endpoint {url} did not answer within {self.timeout_s:g} s") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (socket.timeout, TimeoutError)):
-                raise LLMRequestError(f"the LLM endpoint {url} did not answer within {self.timeout_s:g} s") from None
-            raise LLMRequestError(f"cannot reach the LLM endpoint {url}: {exc.reason}") from None
-        try:
-            data = json.loads(raw)
-            content = data["choices"][0]["message"]["content"]
-        except (json.JSONDecodeError, KeyError, IndexError, TypeError):
-            raise LLMRequestError(f"the LLM endpoint {url} did not answer in the chat-completions format: "
-                                  f"{raw[:200]!r}") from None
-        if not isinstance(content, str):
-            raise LLMRequestError(f"the LLM endpoint {url} answered with no text content")
-        return content
+MAX_ANSWER_CHARS = MAX_TASK_CHARS
+"""The model's answer (the task JSON) is refused beyond this many characters."""
+MAX_ECHO_CHARS = 2000
+"""A rejected answer is sent back to the model cut to this many characters..."""
+MAX_REASON_CHARS = 600
+"""...and the reason it was rejected to this many (a 10 MB property name must not grow every prompt)."""
 
 
 def extract_json(text: str):
-    """The JSON object in a model's answer (tolerates a ```json fence around it)."""
-    m = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", text, flags=re.S)
-    if m:
-        text = m.group(1)
+    """The JSON object in a model's answer (tolerates a ```json fence around it), read strictly
+    (no NaN/Infinity, huge numbers, deep nesting or duplicate keys; at most MAX_ANSWER_CHARS)."""
+    if len(text) > MAX_ANSWER_CHARS:
+        raise PlanningError(f"the answer is {len(text)} characters; at most {MAX_ANSWER_CHARS} are accepted; "
+                            "answer with one short JSON object")
+    stripped = text.strip()
+    if len(stripped) >= 6 and stripped.startswith("```") and stripped.endswith("```"):
+        inner = stripped[3:-3]
+        text = inner[4:] if inner.startswith("json") else inner
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlanningError(f"the answer is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-                            "answer with one JSON object only") from None
+        return loads_strict(text, "the answer", MAX_ANSWER_CHARS, MAX_TASK_DEPTH)
+    except PlanningError as exc:
+        raise PlanningError(f"{exc}; answer with one JSON object only") from None
 
 
 def world_summary(world: World, planner: SymbolicPlanner) -> str:
@@ -175,11 +107,11 @@ class LLMPlanner:
     def __init__(self, world: World, subgoal_radius_m: float, llm_url: str = DEFAULT_LLM_URL,
                  model: str = DEFAULT_LLM_MODEL, timeout_s: float = 30.0, max_attempts: int = 3,
                  symbolic: SymbolicPlanner | None = None, api_key: str | None = None,
-                 json_schema_format: bool = True):
+                 json_schema_format: bool = True, config: PlannerConfig | None = None):
         if max_attempts < 1:
             raise PlanningError(f"max_attempts must be at least 1, got {max_attempts}")
         self.world = world
-        self.symbolic = symbolic or SymbolicPlanner(world, subgoal_radius_m)
+        self.symbolic = symbolic or SymbolicPlanner(world, subgoal_radius_m, config=config)
         self.client = ChatClient(llm_url, model, timeout_s, api_key, json_schema_format)
         self.max_attempts = int(max_attempts)
 
@@ -197,50 +129,87 @@ class LLMPlanner:
         return [{"role": "system", "content": system},
                 {"role": "user", "content": self._user_content(task, start, **kwargs)}]
 
-    def plan(self, task, start_position_w, **kwargs) -> Plan:
-        """Ask the model; on repeated failure plan ``task`` with the symbolic planner (``plan.fallback_reason``)."""
+    def plan(self, task, start_position_w, deadline: PlanningDeadline | None = None, **kwargs) -> Plan:
+        """Ask the model; on repeated failure plan ``task`` with the symbolic planner (``plan.fallback_reason``).
+
+        ``deadline`` bounds it all: each request gets what is left of it (at most ``timeout_s``), and
+        the model is not asked again once less than :meth:`fallback_reserve_s` is left, so that the
+        symbolic fallback still has time."""
         start = self.symbolic._start(start_position_w)
         task_text = task if isinstance(task, str) else json.dumps(task)
+        if len(task_text) > MAX_TASK_CHARS:
+            raise PlanningError(f"the task is {len(task_text)} characters; at most {MAX_TASK_CHARS} are accepted "
+                                "(it is not sent to the model); send a shorter task")
         messages = self._messages(task_text, start, **kwargs)
         rejected: list[str] = []
+        reserve = 0.0 if deadline is None else self.fallback_reserve_s(deadline)
         for _ in range(self.max_attempts):
+            if deadline is not None and deadline.remaining_s() <= reserve:
+                if deadline.cancelled.is_set():
+                    deadline.check(f"{self.name} planning")
+                rejected.append(f"the planning deadline ({deadline.budget_s:g} s) left no time to ask the model again")
+                break
             try:
-                answer = self.client.complete(messages)
+                answer = self.client.complete(messages, _Shortened(deadline, reserve) if deadline else None)
             except LLMRequestError as exc:
-                rejected.append(str(exc))
+                rejected.append(truncate(str(exc), MAX_REASON_CHARS))
                 continue
             try:
                 parsed = parse_task_json(extract_json(answer))
-                plan = self.symbolic.plan(parsed, start)
+                plan = self.symbolic.plan(parsed, start, deadline=deadline)
+            except PlanningTimeout:
+                raise
             except PlanningError as exc:
-                rejected.append(str(exc))
-                messages = [*messages, {"role": "assistant", "content": answer},
-                            {"role": "user", "content": f"Your answer was rejected: {exc}\n"
+                reason = truncate(str(exc), MAX_REASON_CHARS)
+                rejected.append(reason)
+                messages = [*messages, {"role": "assistant", "content": truncate(answer, MAX_ECHO_CHARS)},
+                            {"role": "user", "content": f"Your answer was rejected: {reason}\n"
                                                         "Answer again with one corrected JSON object."}]
                 continue
             plan.planner = self.name
             plan.rejected_answers = rejected
             return plan
-        reason = (f"{self.name} planner gave no valid plan in {self.max_attempts} attempt(s); "
+        reason = (f"{self.name} planner gave no valid plan in {len(rejected)} attempt(s); "
                   f"last problem: {rejected[-1]}")
         try:
-            plan = self.symbolic.plan(task, start)
+            plan = self.symbolic.plan(task, start, deadline=deadline)
+        except PlanningTimeout:
+            raise
         except PlanningError as exc:
-            raise PlanningError(f"{reason}; the symbolic fallback cannot plan the task either: {exc}") from None
+            raise PlanningError(f"the task cannot be planned: {exc} (the symbolic fallback's reason; before it, the "
+                                f"{reason})") from None
         plan.fallback_reason = reason
         plan.rejected_answers = rejected
         return plan
 
-    def replan(self, plan: Plan, position_w, blocked=None, subgoal_index: int | None = None) -> Plan:
+    @staticmethod
+    def fallback_reserve_s(deadline: PlanningDeadline) -> float:
+        """What the model may not use of a planning deadline: a quarter of it, at most 5 s (the
+        symbolic fallback plans in milliseconds to a few seconds)."""
+        return min(5.0, 0.25 * deadline.budget_s)
+
+    def replan(self, plan: Plan, position_w, blocked=None, subgoal_index: int | None = None,
+               deadline: PlanningDeadline | None = None) -> Plan:
         """The goals stay; the symbolic planner routes around what is blocked."""
-        return self.symbolic.replan(plan, position_w, blocked=blocked, subgoal_index=subgoal_index)
+        return self.symbolic.replan(plan, position_w, blocked=blocked, subgoal_index=subgoal_index, deadline=deadline)
+
+
+class _Shortened:
+    """A planning deadline minus a reserve, as the chat client sees it."""
+
+    def __init__(self, deadline: PlanningDeadline, reserve_s: float):
+        self._deadline = deadline
+        self._reserve_s = reserve_s
+
+    def remaining_s(self) -> float:
+        return self._deadline.remaining_s() - self._reserve_s
 
 
 def encode_image_data_url(image_rgb: np.ndarray) -> str:
     """An RGB uint8 image as a ``data:image/png;base64,...`` URL."""
     image = np.asarray(image_rgb)
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise PlanningError(f"the camera image must be RGB uint8 (H, W, 3), got {image.dtype} {image.shape}")
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or image.shape[0] < 1 or image.shape[1] < 1:
+        raise PlanningError(f"the camera image must be RGB uint8 (H, W, 3) with H, W >= 1, got {image.dtype} {image.shape}")
     ok, buf = cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
     if not ok:
         raise PlanningError("the camera image could not be encoded as PNG")
@@ -259,9 +228,9 @@ class VLMPlanner(LLMPlanner):
     def __init__(self, world: World, subgoal_radius_m: float, llm_url: str = DEFAULT_LLM_URL,
                  model: str = DEFAULT_VLM_MODEL, timeout_s: float = 60.0, max_attempts: int = 3,
                  symbolic: SymbolicPlanner | None = None, api_key: str | None = None,
-                 json_schema_format: bool = True, camera=None):
+                 json_schema_format: bool = True, camera=None, config: PlannerConfig | None = None):
         super().__init__(world, subgoal_radius_m, llm_url, model, timeout_s, max_attempts, symbolic, api_key,
-                         json_schema_format)
+                         json_schema_format, config)
         from robot_hrl.perception.camera import PinholeCamera
 
         self.camera = camera or PinholeCamera()
@@ -299,8 +268,15 @@ PLANNER_KINDS = ("symbolic", "llm", "vlm")
 
 def make_planner(kind: str, world: World, subgoal_radius_m: float, llm_url: str | None = None,
                  model: str | None = None, timeout_s: float | None = None, max_attempts: int = 3,
-                 occupancy_map=None, config=None, **kwargs):
-    """The planner the node asks for: ``symbolic`` (offline), ``llm`` or ``vlm``."""
+                 occupancy_map=None, config: PlannerConfig | None = None, robot_radius_m: float | None = None,
+                 **kwargs):
+    """The planner the node asks for: ``symbolic`` (offline), ``llm`` or ``vlm``.
+
+    The robot's collision radius comes from ``robot_radius_m`` or ``config.robot_radius_m`` (ask the
+    robot: ``get_robot(name).collision_radius_m``); ``robot_radius_m`` wins when both are given."""
+    config = config or PlannerConfig()
+    if robot_radius_m is not None:
+        config = dataclasses.replace(config, robot_radius_m=robot_radius_m)
     symbolic = SymbolicPlanner(world, subgoal_radius_m, config=config, occupancy_map=occupancy_map)
     if kind == "symbolic":
         return symbolic

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from robot_hrl.errors import PlanningError
 from robot_hrl.planning.task import Task
 
 
@@ -72,6 +74,21 @@ class Plan:
                 return i
             index -= len(s.subgoals)
         raise IndexError("subgoal index beyond the plan")
+
+    def check_finite(self) -> None:
+        """Raise PlanningError unless every target, subgoal, path point and duration is finite
+        (what a plan sends to the robot must never carry NaN or infinity)."""
+        if not np.all(np.isfinite(np.asarray(self.start, dtype=np.float64))):
+            raise PlanningError(f"the plan's start {np.asarray(self.start).tolist()} is not finite")
+        for number, s in enumerate(self.steps, 1):
+            points = [np.asarray(s.target, dtype=np.float64), *(np.asarray(g, dtype=np.float64) for g in s.subgoals)]
+            if s.path is not None:
+                points.append(np.asarray(s.path, dtype=np.float64))
+            if not all(np.all(np.isfinite(p)) for p in points):
+                raise PlanningError(f"step {number} ({s.action} {s.label}) of the plan has a non-finite point; "
+                                    "the plan was refused")
+            if s.duration_s is not None and not math.isfinite(float(s.duration_s)):
+                raise PlanningError(f"step {number} ({s.action}) of the plan has a non-finite duration {s.duration_s!r}")
 
     @property
     def path_length_m(self) -> float:

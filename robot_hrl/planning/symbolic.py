@@ -1,72 +1,38 @@
 """The symbolic planner (the default, fully offline): task language -> goals -> subgoals.
 
-Each flight leg is planned on the 2.5-D flight grid for the leg's altitude band: a straight
-line when it is in sight, otherwise weighted A* on the 8-connected inflated grid, then
-line-of-sight shortcutting; altitude changes linearly along the leg. Subgoals are spaced at
-most ``subgoal_spacing_fraction * subgoal_radius_m`` apart (the skill's radius comes from the
-model contract), so the subgoal shield never has to clamp them.
+Composed of two parts: the robot-neutral leg search (:mod:`robot_hrl.planning.legs`: paths
+between points among the world's boxes, for a robot of a given collision radius) and the verbs
+of the robot (:mod:`robot_hrl.planning.aerial`: takeoff, land, hover, the flight band). This
+module parses the task, resolves landmarks, orders ``visit`` targets, plans ``goto`` legs and
+spaces subgoals at most ``subgoal_spacing_fraction * subgoal_radius_m`` apart (the skill's
+radius comes from the model contract), so the subgoal shield never has to clamp them.
+
+Every plan is checked before it is returned: each target, subgoal and path point finite, each
+hover duration finite (:meth:`Plan.check_finite`). A :class:`~robot_hrl.planning.deadline.PlanningDeadline`
+bounds planning: it is checked between legs.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from robot_hrl.errors import PlanningError
-from robot_hrl.planning.grid import FlightGrid
-from robot_hrl.planning.maps import OccupancyMap, check_map_matches_world, load_map, occupied_rectangles
-from robot_hrl.planning.ordering import EXACT_ORDER_LIMIT, order_goals
+from robot_hrl.planning.aerial import AERIAL_VERBS, AerialVerbs
+from robot_hrl.planning.config import PlannerConfig
+from robot_hrl.planning.deadline import PlanningDeadline, check
+from robot_hrl.planning.legs import LegSearch
+from robot_hrl.planning.maps import OccupancyMap, load_map
+from robot_hrl.planning.ordering import order_goals
 from robot_hrl.planning.plan import Plan, PlanStep
-from robot_hrl.planning.search import astar, line_of_sight, shortcut, space_polyline, turning_points
+from robot_hrl.planning.search import space_polyline
 from robot_hrl.planning.task import Target, Task, TaskStep, parse_task
-from robot_hrl.planning.visibility import OctagonVisibilityGraph
-from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.planning.untrusted import plain, show
 from robot_hrl.world import Box, Landmark, World, load_world
 
-
-@dataclass(frozen=True)
-class PlannerConfig:
-    resolution_m: float = 0.05
-    """Flight grid cell size."""
-    robot_radius_m: float = CRAZYFLIE_2X.collision_radius_m
-    """Obstacles are inflated by this plus ``safety_margin_m``."""
-    safety_margin_m: float = 0.10
-    subgoal_spacing_fraction: float = 0.9
-    """Subgoals lie at most this fraction of the subgoal radius apart."""
-    heuristic_weight: float = 1.5
-    """A* heuristic weight; 1.0 is optimal on the grid, more expands fewer cells (shortcutting
-    recovers most of the difference)."""
-    exact_order_limit: int = EXACT_ORDER_LIMIT
-    """Up to this many goals in a ``visit`` are ordered exactly, beyond by 2-opt."""
-    ground_clearance_m: float = 0.05
-    """The robot counts as landed below the floor plus this."""
-    blocked_radius_m: float = 0.3
-    """Half-width of the column blocked around a point reported blocked by the skill."""
-    start_escape_m: float = 0.3
-    """A start inside the inflation (not inside an obstacle) is joined to free space within this."""
-    coarse_factor: int = 2
-    """Grid A* first searches a grid this many times coarser (a coarse cell is blocked when any of
-    its cells is), then shortcuts on the fine grid; the fine grid is searched when that fails.
-    1 disables it."""
-    landing_search_m: float = 1.0
-    """``land`` above an obstacle (a landmark box) moves to the nearest clear spot within this first."""
-    max_map_boxes: int = 200
-    """A map whose occupied cells merge into at most this many rectangles is planned with the
-    visibility graph too (its rectangles become full-height boxes); beyond, on the grid only."""
-    use_visibility_graph: bool = True
-    """Plan among the world's boxes with the exact any-angle visibility graph (octagon inflation);
-    the grid (A* + shortcut) is used for map images, and when the graph finds no path."""
-
-    @property
-    def inflation_m(self) -> float:
-        return self.robot_radius_m + self.safety_margin_m
-
-
-def _fmt(p) -> str:
-    return "(" + ", ".join(f"{float(v):.2f}" for v in p) + ")"
+__all__ = ["PlannerConfig", "SymbolicPlanner"]
 
 
 class SymbolicPlanner:
@@ -82,18 +48,8 @@ class SymbolicPlanner:
         self.config = config or PlannerConfig()
         self.subgoal_radius_m = float(subgoal_radius_m)
         self.spacing_m = self.subgoal_radius_m * self.config.subgoal_spacing_fraction
-        self._map_boxes: list[Box] = []
-        if occupancy_map is not None:
-            check_map_matches_world(occupancy_map, world)
-            self._map_boxes = self._boxes_of_map(occupancy_map) or []
-        self.grid = FlightGrid(world, self.config.resolution_m, self.config.inflation_m, occupancy_map,
-                               tuple(self._map_boxes))
-        self._legs: dict[tuple, np.ndarray | None] = {}
-        self._use_graph = self.config.use_visibility_graph and (occupancy_map is None or bool(self._map_boxes))
-        self._graphs: dict[tuple, OctagonVisibilityGraph] = {}
-        self._coarse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self.stats = {"graph_legs": 0, "grid_legs": 0, "straight_legs": 0}
-        """How legs were planned (for benchmarks and diagnostics)."""
+        self.legs = LegSearch(world, self.config, occupancy_map)
+        self.verbs = AerialVerbs(self.legs, self.spacing_m)
 
     @classmethod
     def from_file(cls, world_path: str | Path, subgoal_radius_m: float, config: PlannerConfig | None = None):
@@ -103,89 +59,54 @@ class SymbolicPlanner:
         grid_map = load_map(world_path.parent / world.map) if world.map else None
         return cls(world, subgoal_radius_m, config, grid_map)
 
-    # -- geometry helpers --------------------------------------------------------------------
+    # -- what the leg search and the verbs know ----------------------------------------------
+    @property
+    def grid(self):
+        return self.legs.grid
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """How legs were planned (for benchmarks and diagnostics)."""
+        return self.legs.stats
+
+    @property
+    def _legs(self) -> dict:
+        return self.legs._legs
+
     @property
     def ground_z(self) -> float:
-        return float(self.world.bounds.min[2])
+        return self.verbs.ground_z
 
     @property
     def min_flight_z(self) -> float:
-        return self.ground_z + self.config.inflation_m
+        return self.verbs.min_flight_z
 
     @property
     def max_flight_z(self) -> float:
-        return float(self.world.bounds.max[2]) - self.config.inflation_m
+        return self.verbs.max_flight_z
 
-    def _boxes_of_map(self, grid_map: OccupancyMap) -> list[Box] | None:
-        """The map's occupied cells as full-height boxes inside the bounds (None if too many)."""
-        rects = occupied_rectangles(grid_map, self.config.max_map_boxes)
-        if rects is None:
-            return None
-        (bx0, by0, bz0), (bx1, by1, bz1) = self.world.bounds.min, self.world.bounds.max
-        res, (ox, oy) = grid_map.resolution, grid_map.origin
-        boxes = []
-        for r0, r1, c0, c1 in rects:
-            x0, x1 = max(ox + c0 * res, bx0 - 1.0), min(ox + c1 * res, bx1 + 1.0)
-            y0, y1 = max(oy + r0 * res, by0 - 1.0), min(oy + r1 * res, by1 + 1.0)
-            if x1 <= x0 or y1 <= y0:
-                continue
-            boxes.append(Box(center=((x0 + x1) / 2, (y0 + y1) / 2, (bz0 + bz1) / 2),
-                             size=(x1 - x0, y1 - y0, (bz1 - bz0) + 2.0)))
-        return boxes if boxes else None
+    def leg(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+        """A collision-free 3-D polyline from a to b (both included), or None if b is unreachable."""
+        return self.legs.leg(a, b)
 
-    def _boxes(self) -> list[tuple[str, Box]]:
-        named = [(getattr(b, "name", None) or getattr(b, "id"), b) for b in self.world.solid_boxes()]
-        named += [("an occupied map cell", b) for b in getattr(self, "_map_boxes", [])]
-        return named + [("added obstacle", b) for b in self.grid.added_boxes]
+    def leg_cost(self, a: np.ndarray, b: np.ndarray) -> float:
+        return self.legs.leg_cost(a, b)
 
-    def _box_arrays(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        n = len(self.grid.added_boxes)
-        if getattr(self, "_arrays_for", None) != n:
-            named = self._boxes()
-            self._arrays = ([nm for nm, _ in named], np.array([b.lower for _, b in named]).reshape(-1, 3),
-                            np.array([b.upper for _, b in named]).reshape(-1, 3))
-            self._arrays_for = n
-        return self._arrays
+    def _airborne(self, pos: np.ndarray) -> bool:
+        return self.verbs.airborne(pos)
 
-    def _box_distances(self, p: np.ndarray) -> tuple[list[str], np.ndarray]:
-        """Names of all boxes and the distance from p to each (0 inside)."""
-        names, lower, upper = self._box_arrays()
-        d = np.maximum(np.maximum(lower - p, p - upper), 0.0)
-        return names, np.linalg.norm(d, axis=1)
+    def _start(self, start_position_w) -> np.ndarray:
+        return self.legs.check_start(start_position_w)
 
-    def _check_point(self, p: np.ndarray, what: str) -> None:
-        if not np.all(np.isfinite(p)):
-            raise PlanningError(f"{what} {p.tolist()} is not finite")
-        b = self.world.bounds
-        if not b.contains(p):
-            raise PlanningError(f"{what} {_fmt(p)} is outside the map: the bounds are x {b.min[0]:g}..{b.max[0]:g}, "
-                                f"y {b.min[1]:g}..{b.max[1]:g}, z {b.min[2]:g}..{b.max[2]:g} m")
-        names, dist = self._box_distances(p)
-        if len(dist) == 0:
-            return
-        inside = np.nonzero(dist <= 0.0)[0]
-        if len(inside):
-            raise PlanningError(f"{what} {_fmt(p)} is inside obstacle {names[inside[0]]!r}")
-        r = self.config.inflation_m
-        k = int(np.argmin(dist))
-        if dist[k] < r:
-            raise PlanningError(f"{what} {_fmt(p)} is {dist[k]:.2f} m from obstacle {names[k]!r}; "
-                                f"it must be at least {r:.2f} m away (robot radius + margin)")
-
-    def _check_goal(self, p: np.ndarray, what: str) -> None:
-        self._check_point(p, what)
-        if not (self.min_flight_z - 1e-9 <= p[2] <= self.max_flight_z + 1e-9):
-            raise PlanningError(f"{what} {_fmt(p)}: altitude {p[2]:.2f} m is outside the flight band "
-                                f"{self.min_flight_z:.2f}..{self.max_flight_z:.2f} m (use `land` to land)")
-        blocked = self.grid.blocked(p[2], p[2])
-        ix, iy = self.grid.cell_index(p[:2])
-        if blocked[iy, ix]:
-            names = self.grid.blocking_boxes(p[:2], p[2], p[2]) or ["an obstacle"]
-            raise PlanningError(f"{what} {_fmt(p)} is too close to {', '.join(names)} to fly to "
-                                f"(obstacles are inflated by {self.config.inflation_m:.2f} m)")
-
+    # -- landmarks ---------------------------------------------------------------------------
     def resolve_landmark(self, name: str) -> Landmark:
-        """A landmark by id, by colour (``red``) or by phrase (``the red box``)."""
+        """A landmark by id, by colour (``red``) or by phrase (``the red box``). Names are ASCII: a
+        name with other characters (a Cyrillic ``о`` in ``red_bоx``) is unknown, and the message
+        shows it escaped, so it never looks like the real one."""
+        known = [lm.id for lm in self.world.landmarks]
+        if not name.isascii():
+            raise PlanningError(f"unknown landmark {show(name)}: the name has non-ASCII characters (shown escaped), "
+                                f"and landmark names are plain ASCII; world {self.world.name!r} has: {known}")
         key = name.strip().lower().replace(" ", "_")
         for prefix in ("the_", "a_"):
             key = key.removeprefix(prefix)
@@ -196,10 +117,9 @@ class SymbolicPlanner:
         matches = [lm for lm in self.world.landmarks if lm.color.lower() in words]
         if len(matches) == 1:
             return matches[0]
-        known = [lm.id for lm in self.world.landmarks]
         if len(matches) > 1:
-            raise PlanningError(f"landmark {name!r} is ambiguous: {[m.id for m in matches]} share that colour")
-        raise PlanningError(f"unknown landmark {name!r}; world {self.world.name!r} has: {known}")
+            raise PlanningError(f"landmark {show(name)} is ambiguous: {[m.id for m in matches]} share that colour")
+        raise PlanningError(f"unknown landmark {show(name)}; world {self.world.name!r} has: {known}")
 
     def _resolve(self, target: Target, pos: np.ndarray) -> tuple[np.ndarray, str, str | None]:
         if target.landmark is not None:
@@ -210,297 +130,73 @@ class SymbolicPlanner:
             p[2] = pos[2]
         return p, " ".join(f"{v:g}" for v in p), None
 
-    # -- legs --------------------------------------------------------------------------------
-    def _vertical(self, a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
-        """A vertical leg; its column must be clear of obstacles."""
-        r = self.config.inflation_m
-        names, lower, upper = self._box_arrays()
-        z_lo, z_hi = min(a[2], b[2]), max(a[2], b[2])
-        for k in range(len(names)):
-            dxy = np.linalg.norm(np.maximum(np.maximum(lower[k, :2] - a[:2], a[:2] - upper[k, :2]), 0.0))
-            if dxy >= r:
-                continue
-            # The column's closest approach in z to the box, given its horizontal distance.
-            reach = math.sqrt(max(r * r - dxy * dxy, 0.0))
-            if lower[k, 2] - reach < z_hi and upper[k, 2] + reach > z_lo:
-                z = float(np.clip(upper[k, 2] + reach, z_lo, z_hi))
-                raise PlanningError(f"cannot {what} at {_fmt(a[:2])}: obstacle {names[k]!r} is in the way "
-                                    f"below z = {z:.2f} m; move to a clear spot first (e.g. `goto X Y Z`)")
-        return np.stack([a, b])
-
-    def _landing(self, pos: np.ndarray, where: str) -> np.ndarray:
-        """Straight down; when the floor below is taken (e.g. by a landmark box), first move level
-        to the nearest spot within ``landing_search_m`` whose column is clear."""
-        below = np.array([pos[0], pos[1], self.ground_z])
-        try:
-            return self._vertical(pos, below, "land")
-        except PlanningError as exc:
-            first_error = exc
-        if not self._airborne(pos):
-            raise PlanningError(f"{where}: {first_error}") from None
-        step = max(self.config.resolution_m * 2, 0.1)
-        for radius in np.arange(step, self.config.landing_search_m + 1e-9, step):
-            for angle in np.linspace(0.0, 2 * np.pi, 16, endpoint=False):
-                spot = pos + np.array([radius * np.cos(angle), radius * np.sin(angle), 0.0])
-                try:
-                    self._check_point(spot, "landing spot")
-                    down = self._vertical(spot, np.array([spot[0], spot[1], self.ground_z]), "land")
-                except PlanningError:
-                    continue
-                leg = self.leg(pos, spot)
-                if leg is None:
-                    continue
-                return np.vstack([leg, down[1:]])
-        raise PlanningError(f"{where}: {first_error}; no clear landing spot within "
-                            f"{self.config.landing_search_m:g} m either")
-
-    def _nearest_free(self, blocked: np.ndarray, cell: tuple[int, int]) -> tuple[int, int] | None:
-        reach = int(math.ceil(self.config.start_escape_m / self.config.resolution_m))
-        ix, iy = cell
-        r0, r1 = max(iy - reach, 0), min(iy + reach + 1, blocked.shape[0])
-        c0, c1 = max(ix - reach, 0), min(ix + reach + 1, blocked.shape[1])
-        free = np.argwhere(~blocked[r0:r1, c0:c1])
-        if len(free) == 0:
-            return None
-        d = (free[:, 0] + r0 - iy) ** 2 + (free[:, 1] + c0 - ix) ** 2
-        k = int(np.argmin(d))
-        return int(free[k, 1] + c0), int(free[k, 0] + r0)
-
-    def leg(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-        """A collision-free 3-D polyline from a to b (both included), or None if b is unreachable."""
-        key = (tuple(np.round(a, 4)), tuple(np.round(b, 4)), len(self.grid.added_boxes))
-        if key in self._legs:
-            return self._legs[key]
-        path = self._leg(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
-        self._legs[key] = path
-        return path
-
-    def _graph(self, z_lo: float, z_hi: float) -> OctagonVisibilityGraph:
-        """The visibility graph of the boxes that reach the altitude band (cached per set of boxes)."""
-        r = self.config.inflation_m
-        _, lower, upper = self._box_arrays()
-        meets = (lower[:, 2] - r <= z_hi) & (upper[:, 2] + r >= z_lo)
-        key = (len(lower), *np.nonzero(meets)[0].tolist())
-        graph = self._graphs.get(key)
-        if graph is None:
-            lo, hi = lower[meets], upper[meets]
-            arr = np.column_stack([(lo[:, :2] + hi[:, :2]) / 2, (hi[:, :2] - lo[:, :2]) / 2])
-            (x0, y0, _), (x1, y1, _) = self.world.bounds.min, self.world.bounds.max
-            graph = OctagonVisibilityGraph(arr, r, (x0 + r, y0 + r, x1 - r, y1 - r))
-            self._graphs[key] = graph
-        return graph
-
-    def _with_altitude(self, xy: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        xy = np.array(xy, dtype=np.float64)
-        xy[0], xy[-1] = a[:2], b[:2]
-        seg = np.linalg.norm(np.diff(xy, axis=0), axis=1)
-        frac = np.concatenate([[0.0], np.cumsum(seg)]) / max(seg.sum(), 1e-12)
-        return np.column_stack([xy, a[2] + (b[2] - a[2]) * frac])
-
-    def _leg(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-        if np.linalg.norm(b[:2] - a[:2]) < 1e-9:
-            self.stats["straight_legs"] += 1
-            try:
-                return self._vertical(a, b, "climb or descend")
-            except PlanningError:
-                return None
-        if self._use_graph:
-            xy = self._graph(min(a[2], b[2]), max(a[2], b[2])).shortest_path(a[:2], b[:2])
-            if xy is not None:
-                self.stats["graph_legs" if len(xy) > 2 else "straight_legs"] += 1
-                return self._with_altitude(xy, a, b)
-        self.stats["grid_legs"] += 1
-        blocked = self.grid.blocked(a[2], b[2])
-        ca, cb = self.grid.to_cell(a[:2])[0], self.grid.to_cell(b[:2])[0]
-        if line_of_sight(blocked, ca, cb)[0]:
-            return np.stack([a, b])
-        sa, sb = self.grid.cell_index(a[:2]), self.grid.cell_index(b[:2])
-        prefix = [ca]
-        if blocked[sa[1], sa[0]]:
-            escape = self._nearest_free(blocked, sa)
-            if escape is None:
-                return None
-            sa = escape
-            prefix.append(np.array(escape, dtype=np.float64) + 0.5)
-        if blocked[sb[1], sb[0]]:
-            return None
-        pts = self._coarse_search(blocked, prefix[-1], sa, cb, sb)
-        if pts is None:
-            cells = astar(blocked, sa, sb, self.config.heuristic_weight)
-            if cells is None:
-                return None
-            idx = turning_points(cells)
-            pts = np.asarray(cells, dtype=np.float64)[idx][1:-1] + 0.5
-        pts = np.vstack([*prefix, pts.reshape(-1, 2), cb[None]])
-        if len(prefix) > 1:
-            # The start lies in an inflated zone: leave it at the start's own altitude first.
-            # Changing altitude on the way out could dip into the box the robot hovers over.
-            rest = self.grid.to_world(shortcut(blocked, pts[1:]))
-            exit_point = np.array([rest[0][0], rest[0][1], a[2]])
-            return np.vstack([a, self._with_altitude(rest, exit_point, b)])
-        pts = shortcut(blocked, pts)
-        return self._with_altitude(self.grid.to_world(pts), a, b)
-
-    def _coarse_search(self, blocked: np.ndarray, pa: np.ndarray, sa, pb: np.ndarray, sb) -> np.ndarray | None:
-        """Interior points (fine cell coordinates) of a path found on the coarse grid, or None."""
-        f = int(self.config.coarse_factor)
-        ny, nx = blocked.shape
-        if f <= 1 or min(ny, nx) < 8 * f:
-            return None
-        cached = self._coarse.get(id(blocked))
-        if cached is None or cached[0] is not blocked:
-            cy, cx = -(-ny // f), -(-nx // f)
-            pad = np.ones((cy * f, cx * f), dtype=bool)
-            pad[:ny, :nx] = blocked
-            cached = (blocked, pad.reshape(cy, f, cx, f).any(axis=(1, 3)))
-            if len(self._coarse) > 16:
-                self._coarse.clear()
-            self._coarse[id(blocked)] = cached
-        coarse = cached[1]
-
-        def entry(point: np.ndarray, cell) -> tuple[int, int] | None:
-            # The nearest free coarse cell (within 2) whose centre the point sees on the fine grid.
-            cx0, cy0 = cell[0] // f, cell[1] // f
-            best = None
-            for dy in range(-2, 3):
-                for dx in range(-2, 3):
-                    x, y = cx0 + dx, cy0 + dy
-                    if 0 <= x < coarse.shape[1] and 0 <= y < coarse.shape[0] and not coarse[y, x]:
-                        d = dx * dx + dy * dy
-                        if best is None or d < best[0]:
-                            centre = np.array([x * f + f / 2, y * f + f / 2])
-                            if line_of_sight(blocked, point, centre)[0]:
-                                best = (d, (x, y))
-            return None if best is None else best[1]
-
-        ca, cb = entry(pa, sa), entry(pb, sb)
-        if ca is None or cb is None:
-            return None
-        cells = astar(coarse, ca, cb, self.config.heuristic_weight)
-        if cells is None:
-            return None
-        idx = turning_points(cells)
-        return np.asarray(cells, dtype=np.float64)[idx] * f + f / 2
-
-    def leg_cost(self, a: np.ndarray, b: np.ndarray) -> float:
-        path = self.leg(a, b)
-        if path is None:
-            return math.inf
-        return float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
-
-    def _unreachable(self, a: np.ndarray, b: np.ndarray, label: str) -> PlanningError:
-        return PlanningError(f"goal {label} {_fmt(b)} is unreachable from {_fmt(a)}: no collision-free path "
-                             f"at altitudes {min(a[2], b[2]):.2f}..{max(a[2], b[2]):.2f} m "
-                             f"(obstacles inflated by {self.config.inflation_m:.2f} m)")
-
     # -- planning ----------------------------------------------------------------------------
-    def plan(self, task: str | dict | Task, start_position_w, **_ignored) -> Plan:
-        """Plan a task (text, JSON text, JSON dict or Task) from ``start_position_w`` (world ENU, m)."""
+    def plan(self, task: str | dict | Task, start_position_w, deadline: PlanningDeadline | None = None,
+             **_ignored) -> Plan:
+        """Plan a task (text, JSON text, JSON dict or Task) from ``start_position_w`` (world ENU, m),
+        within ``deadline`` when one is given (:class:`PlanningTimeout` past it)."""
         parsed = parse_task(task)
         start = self._start(start_position_w)
-        steps = self._expand(parsed.steps, start)
-        return Plan(task=parsed, start=start, steps=steps, planner=self.name)
+        steps = self._expand(parsed.steps, start, deadline)
+        plan = Plan(task=parsed, start=start, steps=steps, planner=self.name)
+        plan.check_finite()
+        return plan
 
-    def _start(self, start_position_w) -> np.ndarray:
-        try:
-            start = np.asarray(start_position_w, dtype=np.float64).reshape(3)
-        except (ValueError, TypeError):
-            raise PlanningError(f"the start position must be x, y, z in metres, got {start_position_w!r}") from None
-        if not np.all(np.isfinite(start)):
-            raise PlanningError(f"the start position {start.tolist()} is not finite")
-        b = self.world.bounds
-        if not b.contains(start):
-            raise PlanningError(f"the start position {_fmt(start)} is outside the map bounds {b.min}..{b.max}")
-        names, dist = self._box_distances(start)
-        if len(dist) and dist.min() <= 0.0:
-            raise PlanningError(f"the start position {_fmt(start)} is inside obstacle {names[int(np.argmin(dist))]!r}")
-        return start
-
-    def _airborne(self, pos: np.ndarray) -> bool:
-        return bool(pos[2] > self.ground_z + self.config.ground_clearance_m)
-
-    def _expand(self, task_steps, start: np.ndarray) -> list[PlanStep]:
+    def _expand(self, task_steps, start: np.ndarray, deadline: PlanningDeadline | None = None) -> list[PlanStep]:
         pos = start.copy()
         out: list[PlanStep] = []
         for number, ts in enumerate(task_steps, 1):
-            where = f"step {number} ({ts})"
-            if ts.action == "takeoff":
-                alt = float(ts.altitude_m if ts.altitude_m is not None else 1.0)
-                target = np.array([pos[0], pos[1], alt])
-                if not (self.min_flight_z - 1e-9 <= alt <= self.max_flight_z + 1e-9):
-                    raise PlanningError(f"{where}: takeoff altitude {alt:g} m is outside the flight band "
-                                        f"{self.min_flight_z:.2f}..{self.max_flight_z:.2f} m")
-                path = self._vertical(pos, target, "take off")
-                out.append(PlanStep("takeoff", target, f"takeoff {alt:g} m", space_polyline(path, self.spacing_m), path))
-                pos = target
-            elif ts.action == "land":
-                path = self._landing(pos, where)
-                target = path[-1]
-                out.append(PlanStep("land", target, "land", space_polyline(path, self.spacing_m), path))
-                pos = target
-            elif ts.action == "hover":
-                if not self._airborne(pos):
-                    raise PlanningError(f"{where}: the robot is on the ground; `takeoff` before `hover`")
-                out.append(PlanStep("hover", pos.copy(), f"hover {ts.duration_s:g} s", [pos.copy()],
-                                    np.stack([pos, pos]), duration_s=ts.duration_s))
-            else:  # goto, visit
-                if not self._airborne(pos):
-                    raise PlanningError(f"{where}: the robot is on the ground at {_fmt(pos)}; "
-                                        "begin the task with `takeoff`")
-                resolved = []
-                for t in ts.targets:
-                    try:
-                        p, label, lm = self._resolve(t, pos)
-                        self._check_goal(p, f"goal {label}")
-                    except PlanningError as exc:
-                        raise PlanningError(f"{where}: {exc}") from None
-                    resolved.append((p, label, lm))
-                if ts.action == "visit" and len(resolved) > 1:
-                    pts = np.stack([pos, *[r[0] for r in resolved]])
-                    order = order_goals(pts, lambda i, j: self.leg_cost(pts[i], pts[j]), self.config.exact_order_limit)
-                    if sorted(order) != list(range(1, len(resolved) + 1)):
-                        raise PlanningError(f"{where}: internal error: the visiting order {order} is not a permutation")
-                    resolved = [resolved[i - 1] for i in order]
-                for p, label, lm in resolved:
-                    path = self.leg(pos, p)
-                    if path is None:
-                        raise PlanningError(f"{where}: {self._unreachable(pos, p, label)}")
-                    out.append(PlanStep("goto", p, label, space_polyline(path, self.spacing_m), path, landmark=lm))
-                    pos = p
+            where = f"step {number} ({plain(str(ts), 120)})"
+            check(deadline, f"planning {where}")
+            if ts.action in AERIAL_VERBS:
+                step = getattr(self.verbs, ts.action)(ts, pos, where)
+                out.append(step)
+                pos = np.asarray(step.target, dtype=np.float64) if ts.action != "hover" else pos
+                continue
+            # goto, visit: robot-neutral legs between goals
+            self.verbs.before_move(pos, where)
+            resolved = []
+            for t in ts.targets:
+                try:
+                    p, label, lm = self._resolve(t, pos)
+                    self.verbs.check_goal(p, f"goal {label}")
+                except PlanningError as exc:
+                    raise PlanningError(f"{where}: {exc}") from None
+                resolved.append((p, label, lm))
+            if ts.action == "visit" and len(resolved) > 1:
+                pts = np.stack([pos, *[r[0] for r in resolved]])
+
+                def cost(i: int, j: int) -> float:
+                    check(deadline, f"ordering the targets of {where}")
+                    return self.leg_cost(pts[i], pts[j])
+
+                order = order_goals(pts, cost, self.config.exact_order_limit)
+                if sorted(order) != list(range(1, len(resolved) + 1)):
+                    raise PlanningError(f"{where}: internal error: the visiting order {order} is not a permutation")
+                resolved = [resolved[i - 1] for i in order]
+            for p, label, lm in resolved:
+                check(deadline, f"planning {where}")
+                path = self.leg(pos, p)
+                if path is None:
+                    raise PlanningError(f"{where}: {self.legs.unreachable(pos, p, label)}")
+                out.append(PlanStep("goto", p, label, space_polyline(path, self.spacing_m), path, landmark=lm))
+                pos = p
         return out
 
     # -- replanning --------------------------------------------------------------------------
     def add_obstacle(self, box: Box) -> None:
         """An obstacle seen at run time; later plans avoid it."""
-        self.grid.add_box(box)
-        self._graphs.clear()
+        self.legs.add_obstacle(box)
 
-    def _blocked_boxes(self, blocked) -> list[Box]:
-        if blocked is None:
-            return []
-        if isinstance(blocked, Box):
-            return [blocked]
-        if isinstance(blocked, (list, tuple)) and blocked and all(isinstance(b, Box) for b in blocked):
-            return list(blocked)
-        try:
-            pts = np.atleast_2d(np.asarray(blocked, dtype=np.float64))
-        except (TypeError, ValueError):
-            raise PlanningError("blocked must be a Box, a list of Boxes, or points (N, 3) in metres") from None
-        if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
-            raise PlanningError(f"blocked points must be finite (N, 3) in metres, got shape {pts.shape}")
-        b = self.world.bounds
-        height = b.max[2] - b.min[2]
-        s = 2 * self.config.blocked_radius_m
-        return [Box(center=(p[0], p[1], b.min[2] + height / 2), size=(s, s, height)) for p in pts]
-
-    def replan(self, plan: Plan, position_w, blocked=None, subgoal_index: int | None = None) -> Plan:
+    def replan(self, plan: Plan, position_w, blocked=None, subgoal_index: int | None = None,
+               deadline: PlanningDeadline | None = None) -> Plan:
         """Plan the rest of ``plan`` again from ``position_w``.
 
         ``blocked``: what is in the way, added to the planner's obstacles for good: a Box, a list
         of Boxes, or points (N, 3) (each blocks a column of ``blocked_radius_m``). ``subgoal_index``
         is the subgoal the robot was flying to (default: the subgoal nearest to the robot).
         """
-        for box in self._blocked_boxes(blocked):
+        for box in self.legs.blocked_boxes(blocked):
             self.add_obstacle(box)
         pos = self._start(position_w)
         subgoals = plan.subgoals
@@ -523,6 +219,8 @@ class SymbolicPlanner:
             else:
                 t = Target(landmark=s.landmark) if s.landmark else Target(position=tuple(float(v) for v in s.target))
                 remaining.append(TaskStep("goto", targets=(t,)))
-        steps = self._expand(remaining, pos)
-        return Plan(task=Task(tuple(remaining)), start=pos, steps=steps, planner=plan.planner,
-                    fallback_reason=plan.fallback_reason, rejected_answers=list(plan.rejected_answers))
+        steps = self._expand(remaining, pos, deadline)
+        new = Plan(task=Task(tuple(remaining)), start=pos, steps=steps, planner=plan.planner,
+                   fallback_reason=plan.fallback_reason, rejected_answers=list(plan.rejected_answers))
+        new.check_finite()
+        return new
