@@ -185,29 +185,25 @@ def test_wrench_encoder_rejects_a_non_finite_stamp():
         WrenchEncoder().encode([0.0, 0.0, 0.0, 0.0], float("nan"))
 
 
-def test_command_publisher_prefers_raw_bytes():
+def test_command_publisher_sends_raw_bytes_through_the_publisher_interface():
     import numpy as np
 
-    from robot_hrl.msgs import WrenchStamped
+    from robot_hrl.msgs import WrenchStamped, header
     from robot_hrl.nodes.skill_node import CommandPublisher
 
-    class Plain:
+    class Raw:
         def __init__(self):
             self.sent = []
 
-        def publish(self, msg):
-            self.sent.append(msg)
-
-    class Raw(Plain):
         def publish_raw(self, data):
             self.sent.append(data)
 
     w = np.array([0.3, 0.0, 0.0, 0.0])
-    plain, raw = Plain(), Raw()
-    CommandPublisher(plain).publish(w, 1.0)
+    raw = Raw()
     CommandPublisher(raw).publish(w, 1.0)
-    assert isinstance(plain.sent[0], WrenchStamped) and plain.sent[0].wrench.force.z == 0.3
-    assert raw.sent[0] == plain.sent[0].serialize()
+    expected = WrenchStamped(header=header(1.0, "base_link"))
+    expected.wrench.force.z = 0.3
+    assert WrenchStamped.deserialize(raw.sent[0]) == expected
 
 
 # ---- the node's loop, on a stand-in transport ---------------------------------------------------------
@@ -220,6 +216,11 @@ class _Publisher:
         self.sent.append(msg)
         if self._on_publish is not None:
             self._on_publish()
+
+    def publish_raw(self, data: bytes) -> None:
+        from robot_hrl.msgs import WrenchStamped
+
+        self.publish(WrenchStamped.deserialize(data))  # the node sends /cmd_wrench as CDR bytes
 
 
 class _StandInNode:

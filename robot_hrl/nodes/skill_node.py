@@ -408,19 +408,15 @@ class OdometryDecoder:
 
 
 class CommandPublisher:
-    """``/cmd_wrench``: the pre-encoded CDR bytes through ``publish_raw`` (both backends have it), the
-    message through ``publish`` for a publisher without it."""
+    """``/cmd_wrench``: the pre-encoded CDR bytes through ``Publisher.publish_raw``."""
 
     def __init__(self, publisher):
         self.publisher = publisher
-        self._raw = getattr(publisher, "publish_raw", None)
+        self._raw = publisher.publish_raw
         self._encoder = WrenchEncoder()
 
     def publish(self, wrench: np.ndarray, stamp_s: float) -> None:
-        if self._raw is not None:
-            self._raw(self._encoder.encode(wrench, stamp_s))
-        else:
-            self.publisher.publish(wrench_msg(wrench, stamp_s))
+        self._raw(self._encoder.encode(wrench, stamp_s))
 
 
 class SkillNode:

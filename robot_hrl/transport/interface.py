@@ -48,13 +48,32 @@ LATCHED_QOS = QoS(Reliability.RELIABLE, Durability.TRANSIENT_LOCAL, depth=1)
 """Plans and tasks: a late subscriber still gets the last one."""
 
 
+@dataclass(frozen=True)
+class EndpointInfo:
+    """A publisher or subscription seen on the domain (cf. rclpy's TopicEndpointInfo)."""
+
+    topic_name: str
+    topic_type: str
+    qos: QoS
+
+
 GLOBAL_TOPICS = frozenset({"/clock"})
 """Topics that are never put under a node's namespace."""
 
 
 class Publisher(abc.ABC):
     @abc.abstractmethod
-    def publish(self, msg: Any) -> None: ...
+    def publish(self, msg: Any) -> None:
+        """Publish a message of the publisher's class (:mod:`robot_hrl.msgs`)."""
+
+    @abc.abstractmethod
+    def publish_raw(self, cdr: bytes) -> None:
+        """Publish a message already serialized: its CDR bytes with the 4-byte encapsulation header
+        (what ``msg.serialize()`` gives, what a bag holds, what ``raw=True`` subscriptions receive)."""
+
+    @abc.abstractmethod
+    def get_subscription_count(self) -> int:
+        """The subscriptions matched with this publisher now (remote ones once discovery matched them)."""
 
 
 class Subscription(abc.ABC):

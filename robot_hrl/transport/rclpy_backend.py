@@ -27,6 +27,7 @@ from robot_hrl.msgs import MessageTypeError, ros_type_name
 from robot_hrl.transport.interface import (
     COMMAND_QOS,
     Durability,
+    EndpointInfo,
     Node,
     Publisher,
     QoS,
@@ -269,8 +270,6 @@ class RclpyNode(Node):
         return sorted((name, sorted(types)) for name, types in self._node.get_topic_names_and_types())
 
     def get_publishers_info_by_topic(self, topic: str):
-        from robot_hrl.transport.cyclonedds_backend import EndpointInfo
-
         return [EndpointInfo(topic, info.topic_type, our_qos(info.qos_profile))
                 for info in self._node.get_publishers_info_by_topic(topic)]
 
