@@ -51,7 +51,7 @@ from robot_hrl.nodes.deadline import (
     DDS_THREAD_PREFIXES, DeadlineMonitor, FixedRateSchedule, LoopGc, LoopTiming, set_fifo, threads_named, wait_until,
 )
 from robot_hrl.state import RobotState
-from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from robot_hrl.transport.interface import COMMAND_QOS, INPUT_QOS, SENSOR_QOS
 
 
 @dataclass
@@ -480,8 +480,9 @@ class SkillNode:
         # Raw CDR in: the decoder reads only what the state needs (see OdometryDecoder).
         self._decode_odom = OdometryDecoder()
         node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS, raw=True)
-        node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, COMMAND_QOS)
-        node.create_subscription(Bool, "/estop", self._on_estop, LATCHED_QOS)
+        # INPUT_QOS: ROS 2's default profile, so `ros2 topic pub` with its defaults reaches the node
+        node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, INPUT_QOS)
+        node.create_subscription(Bool, "/estop", self._on_estop, INPUT_QOS)
         self._next_tick_s: float | None = None
         self._next_status_s = 0.0
         self._next_diag_s = 0.0

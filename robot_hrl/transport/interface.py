@@ -45,7 +45,12 @@ SENSOR_QOS = QoS(Reliability.BEST_EFFORT, Durability.VOLATILE, depth=5)
 COMMAND_QOS = QoS(Reliability.RELIABLE, Durability.VOLATILE, depth=10)
 """Commands and subgoals: delivered in order."""
 LATCHED_QOS = QoS(Reliability.RELIABLE, Durability.TRANSIENT_LOCAL, depth=1)
-"""Plans and tasks: a late subscriber still gets the last one."""
+"""Plans and statuses a node publishes: a late subscriber still gets the last one."""
+INPUT_QOS = QoS(Reliability.RELIABLE, Durability.VOLATILE, depth=10)
+"""Subscriptions to what people and tools send (``/task``, ``/estop``, ``/subgoal``): ROS 2's default
+profile (reliable, volatile, keep last 10), so ``ros2 topic pub`` with its defaults is accepted. A
+volatile reader accepts volatile and transient-local writers alike; a transient-local reader would
+refuse every default-QoS publisher (incompatible durability)."""
 
 
 @dataclass(frozen=True)
