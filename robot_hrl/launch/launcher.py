@@ -122,6 +122,8 @@ class Launcher:
             from robot_hrl.transport.dds_config import domain_id_from_env
 
             self.domain_id = domain_id_from_env()
+        self.user_dds_config = bool(os.environ.get("CYCLONEDDS_URI"))
+        """The user set CYCLONEDDS_URI (the launcher then leaves Cyclone DDS's configuration alone)."""
         self.env = self._environment()
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, Any] = {}
@@ -134,7 +136,7 @@ class Launcher:
         env = dict(os.environ)
         from robot_hrl.transport.dds_config import LOCALHOST_RANGE, RANGE_VARIABLE, loopback_env
 
-        if self.o.loopback and self.o.backend == "cyclonedds" and not os.environ.get("CYCLONEDDS_URI"):
+        if self.o.loopback and self.o.backend == "cyclonedds" and not self.user_dds_config:
             env.update(loopback_env(self.domain_id))
         if self.o.loopback and self.o.backend == "rclpy" and not os.environ.get(RANGE_VARIABLE):
             env[RANGE_VARIABLE] = LOCALHOST_RANGE  # Fast DDS: discovery on this machine only
@@ -349,7 +351,7 @@ class Launcher:
         ns = self.args["namespace"].strip("/")
         topic = f"/{ns}/task" if ns else "/task"
         head = f"graph on backend {self.o.backend}, ROS_DOMAIN_ID={self.domain_id}"
-        if not self.o.loopback or (self.o.backend == "cyclonedds" and os.environ.get("CYCLONEDDS_URI")):
+        if not self.o.loopback or (self.o.backend == "cyclonedds" and self.user_dds_config):
             return f"{head}: ROS 2 (same ROS_DOMAIN_ID) sees it, e.g. `ros2 topic echo {topic}`"
         if self.o.backend == "rclpy":
             return (f"{head}, discovery on this machine only ({self._range_note()}): a ROS 2 here sees it with "

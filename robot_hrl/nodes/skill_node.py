@@ -492,6 +492,8 @@ class SkillNode:
             # Created after /odom: on a wake-up the odometry of the period is taken before its clock.
             node.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS)
         self.ticks = 0
+        self._last_command: tuple = (None, None)
+        """(wrench, stamp) of the latest tick, re-sent while /clock stands still."""
         self._restore_thread: list = []
         """Undo actions of set_realtime_priority / set_cpu_affinity, run when the loop ends."""
 
@@ -525,12 +527,17 @@ class SkillNode:
             skipped = max(0, int(math.floor((now - self._next_tick_s) / self.period_s + 1e-6)))
             self._next_tick_s += (skipped + 1) * self.period_s
             self.tick(now, late_s=0.0, skipped=0)
+        elif now == self._last_command[1]:
+            # The clock stands still: the sim waits for this period's command (at start-up, the first
+            # one may have gone out before discovery matched the sim's subscription). Send it again.
+            self._command.publish(*self._last_command)
 
     # ---- the loop -----------------------------------------------------------------------------
     def tick(self, now: float, late_s: float = 0.0, skipped: int = 0) -> None:
         t0 = time.perf_counter()
         out = self.core.tick(now)
         self._command.publish(out.wrench, now)
+        self._last_command = (out.wrench, now)
         duration = time.perf_counter() - t0
         self.deadline.record(duration, late_s, skipped)
         self.ticks += 1
