@@ -433,12 +433,16 @@ def test_loop_thread_affinity_is_restored(gc_state):
 def test_threads_named_reads_the_task_folder(tmp_path):
     from robot_hrl.nodes.deadline import DDS_THREAD_PREFIXES, threads_named
 
-    for tid, name in ((11, "python"), (12, "recv"), (13, "dq.user"), (14, "tev"), (15, "gc"), (16, "recvUC")):
+    for tid, name in ((11, "python"), (12, "recv"), (13, "dq.user"), (14, "tev"), (15, "gc"), (16, "recvUC"),
+                      (18, "dds.udp.7411"), (19, "dds.shm.7411"), (20, "dds.ev.0"), (21, "dds.asyn.0.0")):
         (tmp_path / str(tid)).mkdir()
         (tmp_path / str(tid) / "comm").write_text(name + "\n")
     (tmp_path / "17").mkdir()  # a thread that ended while listing: no comm
+    # Cyclone DDS's and Fast DDS's (rclpy) receive, delivery and event threads
     assert threads_named(DDS_THREAD_PREFIXES, str(tmp_path)) == [(12, "recv"), (13, "dq.user"), (14, "tev"),
-                                                                 (16, "recvUC")]
+                                                                 (16, "recvUC"), (18, "dds.udp.7411"),
+                                                                 (19, "dds.shm.7411"), (20, "dds.ev.0"),
+                                                                 (21, "dds.asyn.0.0")]
     assert threads_named(DDS_THREAD_PREFIXES, str(tmp_path / "missing")) == []
 
 

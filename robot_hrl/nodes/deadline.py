@@ -112,8 +112,14 @@ class LoopTiming:
                    realtime_dds_threads=realtime_dds_threads)
 
 
-DDS_THREAD_PREFIXES = ("recv", "dq.", "tev")
+CYCLONEDDS_THREAD_PREFIXES = ("recv", "dq.", "tev")
 """Names (``/proc/self/task/*/comm``) of Cyclone DDS's receive, delivery-queue and timed-event threads."""
+FASTDDS_THREAD_PREFIXES = ("dds.udp.", "dds.shm.", "dds.ev.", "dds.asyn.")
+"""Fast DDS's (rclpy's default RMW) receive (UDP, shared memory), event and asynchronous-writer threads,
+as Fast DDS 2.14 names them (seen in /proc with the ROS 2 Jazzy wheels, ros-fastrtps 2.14.5; the
+naming scheme is Fast DDS's "thread settings" documentation's)."""
+DDS_THREAD_PREFIXES = CYCLONEDDS_THREAD_PREFIXES + FASTDDS_THREAD_PREFIXES
+"""Every DDS thread the loop's priority is shared with, whichever transport the node is on."""
 
 
 def threads_named(prefixes: tuple[str, ...], task_dir: str = "/proc/self/task") -> list[tuple[int, str]]:

@@ -119,6 +119,7 @@ class RclpyPublisher(Publisher):
     def __init__(self, node: "RclpyNode", msg_type: type, topic: str, qos: QoS):
         self.msg_type = msg_type
         self.topic = topic
+        self._node = node
         self._ros_type = ros_type_name(msg_type)
         self._pub = node._node.create_publisher(rclpy_message_class(self._ros_type), topic, ros_qos(qos))
 
@@ -140,7 +141,10 @@ class RclpyPublisher(Publisher):
         return 0 if self._pub is None else self._pub.get_subscription_count()
 
     def destroy(self) -> None:
-        self._pub = None
+        """Remove the publisher from the graph (its node lives on)."""
+        pub, self._pub = self._pub, None
+        if pub is not None and not self._node._destroyed:
+            self._node._node.destroy_publisher(pub)
 
 
 class RclpySubscription(Subscription):
@@ -346,7 +350,7 @@ class RclpyNode(Node):
                 self._logger.removeHandler(handler)
         self._logger.propagate = self._propagated
         for pub in self._publishers:
-            pub.destroy()
+            pub._pub = None  # destroyed with the node below
         self._executor.remove_node(self._node)
         self._executor.shutdown()
         self._node.destroy_node()
