@@ -41,6 +41,26 @@ def test_wait_sleeps_to_the_margin_then_spins_to_the_deadline():
     assert c.polls >= 25  # the last 300 us spent polling (10 us per poll here)
 
 
+def test_wait_stops_polling_when_a_poll_would_overshoot_the_deadline():
+    """rclpy's spin_once(0) costs a few hundred microseconds: the wait learns a poll's cost and spins on
+    the clock alone when less than that is left, instead of overshooting the deadline by a poll."""
+    from robot_hrl.nodes.deadline import poll_cost_s
+
+    class MovingClock(FakeClock):
+        def __call__(self) -> float:
+            self.t += 1e-6  # a real clock moves while it is read
+            return self.t
+
+    c = MovingClock(poll_cost_s=230e-6)
+    poll = c.poll  # one callable: its cost is remembered across waits
+    for k in range(1, 4):
+        deadline = 0.01 * k
+        now = wait_until(deadline, 1e-3, c.sleep, poll, clock=c)
+        assert deadline <= now < deadline + 5e-6  # not up to 230 us late
+    assert poll_cost_s(poll) == pytest.approx(230e-6, rel=0.05)
+    assert c.polls >= 9
+
+
 def test_wait_without_margin_only_sleeps():
     c = FakeClock()
     assert wait_until(0.01, 0.0, c.sleep, c.poll, clock=c) >= 0.01

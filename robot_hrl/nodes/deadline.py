@@ -7,6 +7,7 @@ import gc
 import math
 import os
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -177,22 +178,51 @@ class FixedRateSchedule:
         return min(late, self.period_s), skipped
 
 
+POLL_COST_DECAY = 0.99
+"""Per poll, the remembered cost of a poll decays by this factor before the new measurement is taken
+in (a running maximum that forgets a rare slow poll after a few hundred polls)."""
+
+_poll_cost_s: "weakref.WeakKeyDictionary[Callable[[], None], float]" = weakref.WeakKeyDictionary()
+
+
+def poll_cost_s(poll: Callable[[], None]) -> float:
+    """What one call of ``poll`` has been costing (decayed running maximum, seconds; 0 before the first)."""
+    return _poll_cost_s.get(poll, 0.0)
+
+
 def wait_until(deadline_s: float, spin_margin_s: float, sleep: Callable[[float], None],
                poll: Callable[[], None] | None = None, clock: Callable[[], float] = time.perf_counter,
                max_sleep_s: float = 0.05, stop: Callable[[], bool] | None = None) -> float:
     """Hybrid wait: ``sleep(s)`` (which may return early, e.g. when a message arrived and was handled)
     until ``spin_margin_s`` before ``deadline_s``, then busy-wait, calling ``poll()`` (take messages
     without blocking) until the deadline. Returns ``clock()`` at return: at or after ``deadline_s``,
-    unless ``stop()`` turned true (checked at least every ``max_sleep_s``)."""
+    unless ``stop()`` turned true (checked at least every ``max_sleep_s``).
+
+    A poll that costs more than the time left would overshoot the deadline by its cost (rclpy's
+    ``spin_once(0)`` builds a wait set each call: a few hundred microseconds): the cost of each
+    ``poll`` callable is remembered (:func:`poll_cost_s`), and when less than that is left the wait
+    spins on the clock alone; a message arriving then is taken after the tick."""
+    cost = _poll_cost_s.get(poll, 0.0) if poll is not None else 0.0
+    still = 0  # spins in a row on a clock that did not move (a simulated clock moves only when polled)
+    last = None
     while True:
         now = clock()
         remaining = deadline_s - now
         if remaining <= 0.0 or (stop is not None and stop()):
+            if poll is not None:
+                _poll_cost_s[poll] = cost
             return now
+        still = still + 1 if now == last else 0
+        last = now
         if remaining > spin_margin_s:
             sleep(min(remaining - spin_margin_s, max_sleep_s))
-        elif poll is not None:
+        elif poll is not None and (remaining > cost or still >= _STILL_SPINS):
             poll()
+            cost = max(cost * POLL_COST_DECAY, clock() - now)
+
+
+_STILL_SPINS = 1000
+"""Spins on an unmoving clock after which the wait polls anyway (a clock that moves only when polled)."""
 
 
 class LoopGc:
