@@ -243,6 +243,10 @@ def main() -> int:
     parser.add_argument("--gc-auto", action="store_true",
                         help="gc_after_tick:=false (Python's automatic GC during the loop)")
     parser.add_argument("--cpu-affinity", type=int, default=None, help="skill node cpu_affinity (-1 = no pinning)")
+    parser.add_argument("--launch-timing", action="store_true",
+                        help="the loop timing launch/params/navigation.yaml gives the skill node (spin_margin_us, "
+                             "gc_after_tick, cpu_affinity, realtime_dds_threads), as `robot-hrl launch` and "
+                             "`ros2 launch` run it; other timing flags still win")
     parser.add_argument("--no-realtime-dds-threads", action="store_true",
                         help="realtime_dds_threads:=false (DDS threads stay at normal priority under SCHED_FIFO)")
     parser.add_argument("--no-demo", action="store_true")
@@ -258,6 +262,12 @@ def main() -> int:
         return feeder(args.feeder, args.feeder_backend)
     os.chdir(ROOT)
     timing: dict = {}
+    if args.launch_timing:
+        from robot_hrl.nodes.args import load_params_file
+
+        launch = load_params_file(ROOT / "launch" / "params" / "navigation.yaml", "skill_node")
+        timing.update({k: launch[k] for k in ("spin_margin_us", "gc_after_tick", "cpu_affinity",
+                                              "realtime_dds_threads") if k in launch})
     if args.spin_margin_us is not None:
         timing["spin_margin_us"] = args.spin_margin_us
     if args.gc_auto:
