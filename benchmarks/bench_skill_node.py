@@ -278,9 +278,11 @@ def main() -> int:
         timing["cpu_affinity"] = args.cpu_affinity
     out = {"machine": f"{os.cpu_count()} CPUs", "python": sys.version.split()[0], "load_avg": os.getloadavg(),
            "skill_timing": timing}
+    runs = 0
     for rate, prio in [(r, p) for p in args.priorities for r in args.rates]:
         for backend in args.backends:  # interleaved, so that both see the same load
-            s = bench_loop(rate, args.ticks, args.domain_id, prio, timing, backend)
+            runs += 1  # a domain of its own per measurement: nothing of the previous one is heard
+            s = bench_loop(rate, args.ticks, args.domain_id - 10 - runs, prio, timing, backend)
             out[f"loop_{rate:g}hz_prio{prio}" + ("" if backend == "cyclonedds" else f"_{backend}")] = s
             print(f"skill loop [{backend}] {rate:g} Hz, {'SCHED_FIFO ' + str(prio) if prio else 'normal priority'}: "
                   f"{s['ticks']} ticks, tick p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms, "

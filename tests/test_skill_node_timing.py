@@ -61,6 +61,28 @@ def test_wait_stops_polling_when_a_poll_would_overshoot_the_deadline():
     assert c.polls >= 9
 
 
+def test_wait_polls_once_per_wait_even_after_a_slow_poll():
+    """A margin as long as the period never sleeps; one slow poll (a stall) must not stop the polls,
+    which are then the only way messages come in."""
+    from robot_hrl.nodes.deadline import poll_cost_s
+
+    class MovingClock(FakeClock):
+        def __call__(self) -> float:
+            self.t += 1e-6
+            return self.t
+
+    c = MovingClock(poll_cost_s=5e-3)  # one stalled poll: 5 ms
+    poll = c.poll
+    wait_until(0.002, 0.002, c.sleep, poll, clock=c)
+    assert poll_cost_s(poll) >= 5e-3
+    c.poll_cost_s = 20e-6
+    for k in range(2, 6):
+        before = c.polls
+        wait_until(0.002 * k + 0.004, 0.002, c.sleep, poll, clock=c)
+        assert c.polls > before  # never zero polls in a wait
+    assert poll_cost_s(poll) < 5e-3  # ...and the cost is learned anew
+
+
 def test_wait_without_margin_only_sleeps():
     c = FakeClock()
     assert wait_until(0.01, 0.0, c.sleep, c.poll, clock=c) >= 0.01

@@ -201,8 +201,11 @@ def wait_until(deadline_s: float, spin_margin_s: float, sleep: Callable[[float],
     A poll that costs more than the time left would overshoot the deadline by its cost (rclpy's
     ``spin_once(0)`` builds a wait set each call: a few hundred microseconds): the cost of each
     ``poll`` callable is remembered (:func:`poll_cost_s`), and when less than that is left the wait
-    spins on the clock alone; a message arriving then is taken after the tick."""
+    spins on the clock alone; a message arriving then is taken after the tick. It polls at least once
+    per wait all the same (a margin as long as the period never sleeps: the polls are then the only
+    way messages come in), and every poll measures the cost anew."""
     cost = _poll_cost_s.get(poll, 0.0) if poll is not None else 0.0
+    polled = False
     still = 0  # spins in a row on a clock that did not move (a simulated clock moves only when polled)
     last = None
     while True:
@@ -216,8 +219,9 @@ def wait_until(deadline_s: float, spin_margin_s: float, sleep: Callable[[float],
         last = now
         if remaining > spin_margin_s:
             sleep(min(remaining - spin_margin_s, max_sleep_s))
-        elif poll is not None and (remaining > cost or still >= _STILL_SPINS):
+        elif poll is not None and (remaining > cost or not polled or still >= _STILL_SPINS):
             poll()
+            polled = True
             cost = max(cost * POLL_COST_DECAY, clock() - now)
 
 
