@@ -9,11 +9,13 @@ Commands, one per line on stdin; each answer is one line ``<WORD> <json>`` on st
 
 - ``graph NODE,NODE,...`` -> ``GRAPH {...}`` once every named node is seen: node names, topic
   types, and the QoS of each topic's publishers and subscriptions (as ``ros2 topic info -v``).
-- ``pub_task TEXT`` -> ``SENT {...}``: a new /task publisher (default QoS), waits for a matched
-  subscription (as ``ros2 topic pub --once`` does), publishes once.
+- ``pub_task N TEXT`` -> ``SENT {...}``: a new /task publisher (default QoS), waits for a matched
+  subscription (as ``ros2 topic pub`` does), publishes N times, 0.1 s apart (``--once``: N = 1;
+  ``-t N -r 10``), stopping early once /planner/status shows the task (as a user watching
+  ``ros2 topic echo /planner/status`` would).
 - ``subgoals X Y Z`` -> ``STREAMING``: /subgoal (default QoS) at 5 Hz from now on, ``stop_subgoals`` ends it.
-- ``estop`` -> ``ESTOP {...}``: a NEW /estop publisher (default QoS, volatile), waits for a match,
-  publishes ``true`` once, and reports how many /cmd_wrench messages with thrust arrived after it and
+- ``estop N`` -> ``ESTOP {...}``: a NEW /estop publisher (default QoS, volatile), waits for a match,
+  publishes ``true`` N times, 0.1 s apart, and reports how many /cmd_wrench messages with thrust arrived after it and
   the seconds until the first one with zero thrust.
 - ``status`` -> ``STATUS {...}``: the latest /skill/status and /planner/status JSON.
 
@@ -114,13 +116,21 @@ def main() -> None:
             }
         say("GRAPH", {"nodes": sorted(node.get_node_names()), "topics": topics, "info": info})
 
-    def pub_task(text: str) -> None:
+    def pub_task(times: int, text: str) -> None:
         pub = node.create_publisher(String, "/task", default)
         matched = wait_matched(pub)
-        pub.publish(String(data=text))
+        sent = 0
+        for i in range(times):
+            if i:
+                time.sleep(0.1)
+            with lock:
+                if text in str((latest["planner"] or {}).get("task", "")):
+                    break
+            pub.publish(String(data=text))
+            sent += 1
         time.sleep(0.5)
         node.destroy_publisher(pub)
-        say("SENT", {"matched": matched})
+        say("SENT", {"matched": matched, "sent": sent})
 
     def send_subgoal() -> None:
         msg = PoseStamped()
@@ -130,17 +140,21 @@ def main() -> None:
         msg.pose.orientation.w = 1.0
         subgoal["pub"].publish(msg)
 
-    def estop() -> None:
+    def estop(times: int) -> None:
         pub = node.create_publisher(Bool, "/estop", default)
         matched = wait_matched(pub)
         with lock:
             mark = len(wrenches)
         t0 = time.monotonic()
         pub.publish(Bool(data=True))
+        sent = 1
         off_s, after = None, 0
         end = t0 + 10.0
         while off_s is None and time.monotonic() < end:
             time.sleep(0.002)
+            if sent < times and time.monotonic() >= t0 + 0.1 * sent:
+                pub.publish(Bool(data=True))
+                sent += 1
             with lock:
                 fresh = wrenches[mark:]
                 mark = len(wrenches)
@@ -151,14 +165,15 @@ def main() -> None:
                 after += 1
         time.sleep(0.3)
         node.destroy_publisher(pub)
-        say("ESTOP", {"matched": matched, "off_s": off_s, "commands_with_thrust_after": after})
+        say("ESTOP", {"matched": matched, "off_s": off_s, "commands_with_thrust_after": after, "sent": sent})
 
     for line in sys.stdin:
         word, _, rest = line.strip().partition(" ")
         if word == "graph":
             graph([n for n in rest.split(",") if n])
         elif word == "pub_task":
-            pub_task(rest)
+            times, _, text = rest.partition(" ")
+            pub_task(int(times), text)
         elif word == "subgoals":
             subgoal["xyz"] = tuple(float(v) for v in rest.split())
             if subgoal["pub"] is None:
@@ -171,7 +186,7 @@ def main() -> None:
                 subgoal["timer"] = None
             say("STOPPED", {})
         elif word == "estop":
-            estop()
+            estop(int(rest or 1))
         elif word == "status":
             with lock:
                 say("STATUS", {"skill": latest["skill"], "planner": latest["planner"]})
