@@ -11,6 +11,11 @@
    call (the messages are built before) to the command's arrival in this process.
 3. The demo (`make demo`'s command): wall time, simulated time and success.
 
+4. With ``--backends cyclonedds rclpy`` (the default where rclpy is importable, e.g.
+   ``.venv-ros/bin/python``): 1 and 2 on each transport in the same run (every process of a
+   measurement on that backend; Fast DDS with ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``), and the
+   ratio of the rclpy figures to the Cyclone DDS ones (issue 15's target: misses at most 2x).
+
 The skill node runs with its default loop timing (``spin_margin_us``, ``gc_after_tick``,
 ``cpu_affinity``, ``realtime_dds_threads``) unless ``--spin-margin-us``, ``--gc-auto``,
 ``--cpu-affinity`` or ``--no-realtime-dds-threads`` say otherwise.
@@ -34,7 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from robot_hrl.transport.dds_config import loopback_env  # noqa: E402
+from robot_hrl.transport import rclpy_available  # noqa: E402
+from robot_hrl.transport.dds_config import LOCALHOST_RANGE, RANGE_VARIABLE, loopback_env  # noqa: E402
 
 MODEL = "models/crazyflie_goto.onnx"
 WORLD = "models/worlds/demo.yaml"
@@ -43,7 +49,9 @@ DEMO_TASK = "takeoff 1.0; goto red_box; goto green_box; goto blue_box; goto 1.5 
 
 
 def _join_domain(domain: int) -> None:
+    """This process and its children on ``domain``, on this machine only (both transports)."""
     os.environ.update(loopback_env(domain))
+    os.environ[RANGE_VARIABLE] = LOCALHOST_RANGE
 
 
 def _hover_odom(stamp_s: float):
@@ -54,13 +62,13 @@ def _hover_odom(stamp_s: float):
 
 
 # ---- the feeder process --------------------------------------------------------------------------
-def feeder(domain: int) -> int:
+def feeder(domain: int, backend: str = "cyclonedds") -> int:
     _join_domain(domain)
     from robot_hrl.msgs import Odometry, PoseStamped
     from robot_hrl.nodes.common import pose_stamped
     from robot_hrl.transport import SENSOR_QOS, create_node
 
-    node = create_node("bench_feeder", backend="cyclonedds", domain_id=domain)
+    node = create_node("bench_feeder", backend=backend, domain_id=domain)
     odom = node.create_publisher(Odometry, "/odom", SENSOR_QOS)
     sub = node.create_publisher(PoseStamped, "/subgoal")
     k = 0
@@ -107,7 +115,8 @@ class _StopAfter:
         return False
 
 
-def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0, timing: dict | None = None) -> dict:
+def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0, timing: dict | None = None,
+               backend: str = "cyclonedds") -> dict:
     """``timing``: the skill node's loop parameters to set (spin_margin_us, gc_after_tick, cpu_affinity);
     the node's defaults otherwise."""
     _join_domain(domain)
@@ -116,13 +125,14 @@ def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0, timin
     from robot_hrl.runtime import OnnxPolicy
     from robot_hrl.transport import create_node
 
-    proc = subprocess.Popen([sys.executable, __file__, "--feeder", str(domain)], env={**os.environ},
+    proc = subprocess.Popen([sys.executable, __file__, "--feeder", str(domain), "--feeder-backend", backend],
+                            env={**os.environ},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         node = create_node("skill_node", parameters={"world": WORLD, "control_rate_hz": float(rate_hz),
                                                      "use_sim_time": False, "diagnostics_rate_hz": 1.0,
                                                      "realtime_priority": priority, **(timing or {})},
-                           backend="cyclonedds", domain_id=domain)
+                           backend=backend, domain_id=domain)
         policy = OnnxPolicy(ROOT / MODEL, CRAZYFLIE_2X, provider="cpu", control_rate_hz=None)
         skill = SkillNode(node, policy=policy)
         # The loop runs in this (main) thread, as the skill_node executable runs it: no second Python
@@ -136,6 +146,7 @@ def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0, timin
         stats["last_misses_ms"] = [[round(1e3 * late, 3), round(1e3 * d, 3), k] for late, d, k in skill.deadline.last_misses]
         stats["mode_at_end"] = skill.core.last_mode
         stats["realtime_priority"] = priority
+        stats["backend"] = backend
         stats["timing"] = {"spin_margin_us": skill.timing.spin_margin_s * 1e6, "gc_after_tick": skill.timing.gc_after_tick,
                            "cpu_affinity": skill.timing.cpu, "realtime_dds_threads": skill.timing.realtime_dds_threads,
                            "gc_collections": skill.loop_gc.collections}
@@ -146,19 +157,20 @@ def bench_loop(rate_hz: float, ticks: int, domain: int, priority: int = 0, timin
 
 
 # ---- 2. /odom -> /cmd_wrench latency ---------------------------------------------------------------
-def bench_latency(samples: int, domain: int, timing: dict | None = None) -> dict:
+def bench_latency(samples: int, domain: int, timing: dict | None = None, backend: str = "cyclonedds") -> dict:
     _join_domain(domain)
     from robot_hrl.msgs import Clock, Odometry, PoseStamped, WrenchStamped, seconds_from_time, time_from_seconds
     from robot_hrl.nodes.common import pose_stamped
     from robot_hrl.transport import SENSOR_QOS, create_node
 
-    skill = subprocess.Popen([sys.executable, "-m", "robot_hrl.nodes.skill_node", "--ros-args", "-p", "use_sim_time:=true",
+    skill = subprocess.Popen([sys.executable, "-m", "robot_hrl.nodes.skill_node", "--backend", backend, "--domain-id",
+                              str(domain), "--ros-args", "-p", "use_sim_time:=true",
                               "-p", f"world:={WORLD}", "-p", f"model:={MODEL}",
                               *[a for k, v in (timing or {}).items() for a in ("-p", f"{k}:={json.dumps(v)}")]],
                              env={**os.environ}, cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        node = create_node("bench_sim", backend="cyclonedds", domain_id=domain)
+        node = create_node("bench_sim", backend=backend, domain_id=domain)
         odom = node.create_publisher(Odometry, "/odom", SENSOR_QOS)
         clock = node.create_publisher(Clock, "/clock", SENSOR_QOS)
         sub = node.create_publisher(PoseStamped, "/subgoal")
@@ -192,7 +204,7 @@ def bench_latency(samples: int, domain: int, timing: dict | None = None) -> dict
         if not len(lat):
             raise RuntimeError("no motor command came back: is the skill node starting? "
                                "run it by hand with the same arguments to see its error")
-        return {"samples": int(len(lat)), "p50_ms": float(np.percentile(lat, 50)),
+        return {"backend": backend, "samples": int(len(lat)), "p50_ms": float(np.percentile(lat, 50)),
                 "p99_ms": float(np.percentile(lat, 99)), "max_ms": float(lat.max())}
     finally:
         skill.terminate()
@@ -231,16 +243,31 @@ def main() -> int:
     parser.add_argument("--gc-auto", action="store_true",
                         help="gc_after_tick:=false (Python's automatic GC during the loop)")
     parser.add_argument("--cpu-affinity", type=int, default=None, help="skill node cpu_affinity (-1 = no pinning)")
+    parser.add_argument("--launch-timing", action="store_true",
+                        help="the loop timing launch/params/navigation.yaml gives the skill node (spin_margin_us, "
+                             "gc_after_tick, cpu_affinity, realtime_dds_threads), as `robot-hrl launch` and "
+                             "`ros2 launch` run it; other timing flags still win")
     parser.add_argument("--no-realtime-dds-threads", action="store_true",
                         help="realtime_dds_threads:=false (DDS threads stay at normal priority under SCHED_FIFO)")
     parser.add_argument("--no-demo", action="store_true")
+    parser.add_argument("--backends", nargs="+", choices=("cyclonedds", "rclpy"),
+                        default=["cyclonedds", "rclpy"] if rclpy_available() else ["cyclonedds"],
+                        help="transports to measure the loop and the latency on, in this run "
+                             "(default: both where rclpy is importable)")
     parser.add_argument("--domain-id", type=int, default=221)
     parser.add_argument("--feeder", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--feeder-backend", default="cyclonedds", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.feeder is not None:
-        return feeder(args.feeder)
+        return feeder(args.feeder, args.feeder_backend)
     os.chdir(ROOT)
     timing: dict = {}
+    if args.launch_timing:
+        from robot_hrl.nodes.args import load_params_file
+
+        launch = load_params_file(ROOT / "launch" / "params" / "navigation.yaml", "skill_node")
+        timing.update({k: launch[k] for k in ("spin_margin_us", "gc_after_tick", "cpu_affinity",
+                                              "realtime_dds_threads") if k in launch})
     if args.spin_margin_us is not None:
         timing["spin_margin_us"] = args.spin_margin_us
     if args.gc_auto:
@@ -251,16 +278,27 @@ def main() -> int:
         timing["cpu_affinity"] = args.cpu_affinity
     out = {"machine": f"{os.cpu_count()} CPUs", "python": sys.version.split()[0], "load_avg": os.getloadavg(),
            "skill_timing": timing}
+    runs = 0
     for rate, prio in [(r, p) for p in args.priorities for r in args.rates]:
-        s = bench_loop(rate, args.ticks, args.domain_id, prio, timing)
-        out[f"loop_{rate:g}hz_prio{prio}"] = s
-        print(f"skill loop {rate:g} Hz, {'SCHED_FIFO ' + str(prio) if prio else 'normal priority'}: {s['ticks']} ticks, tick p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms, "
-              f"max {s['max_ms']:.2f} ms, misses {s['misses']} ({s['misses_per_10k']:.1f} per 10,000), "
-              f"start lateness p99 {s['late_p99_ms']:.3f} ms", flush=True)
-    lat = bench_latency(args.samples, args.domain_id + 1, timing)
-    out["odom_to_cmd_wrench"] = lat
-    print(f"/odom -> /cmd_wrench over DDS (separate processes): {lat['samples']} samples, p50 {lat['p50_ms']:.3f} ms, "
-          f"p99 {lat['p99_ms']:.3f} ms, max {lat['max_ms']:.2f} ms", flush=True)
+        for backend in args.backends:  # interleaved, so that both see the same load
+            runs += 1  # a domain of its own per measurement: nothing of the previous one is heard
+            s = bench_loop(rate, args.ticks, args.domain_id - 10 - runs, prio, timing, backend)
+            out[f"loop_{rate:g}hz_prio{prio}" + ("" if backend == "cyclonedds" else f"_{backend}")] = s
+            print(f"skill loop [{backend}] {rate:g} Hz, {'SCHED_FIFO ' + str(prio) if prio else 'normal priority'}: "
+                  f"{s['ticks']} ticks, tick p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms, "
+                  f"max {s['max_ms']:.2f} ms, misses {s['misses']} ({s['misses_per_10k']:.1f} per 10,000), "
+                  f"start lateness p99 {s['late_p99_ms']:.3f} ms, load {os.getloadavg()[0]:.2f}", flush=True)
+        if len(args.backends) == 2:
+            cyc = out[f"loop_{rate:g}hz_prio{prio}"]["misses_per_10k"]
+            ros = out[f"loop_{rate:g}hz_prio{prio}_rclpy"]["misses_per_10k"]
+            ratio = ros / cyc if cyc else (0.0 if ros == 0 else float("inf"))
+            print(f"  rclpy / cyclonedds misses at {rate:g} Hz: {ros:.1f} / {cyc:.1f} per 10,000 = {ratio:.2f}x "
+                  f"(target <= 2x: {'met' if ros <= 2 * cyc else 'NOT met'})", flush=True)
+    for i, backend in enumerate(args.backends):
+        lat = bench_latency(args.samples, args.domain_id + 1 + 3 * i, timing, backend)
+        out["odom_to_cmd_wrench" + ("" if backend == "cyclonedds" else f"_{backend}")] = lat
+        print(f"/odom -> /cmd_wrench [{backend}] (separate processes): {lat['samples']} samples, p50 {lat['p50_ms']:.3f} ms, "
+              f"p99 {lat['p99_ms']:.3f} ms, max {lat['max_ms']:.2f} ms", flush=True)
     if not args.no_demo:
         demo = bench_demo(args.domain_id + 2)
         out["demo"] = demo

@@ -162,11 +162,25 @@ def _role_echo(topic_in: str, topic_out: str, ros_type: str = "nav_msgs/msg/Odom
     from robot_hrl.msgs import message_class
     from robot_hrl.transport import create_node
 
+    import json
+
     cls = message_class(ros_type)
     node = create_node("echo", backend="cyclonedds")
     pub = node.create_publisher(cls, topic_out, _qos(qos))
     node.create_subscription(cls, topic_in, pub.publish, _qos(qos))
-    _stop_on_stdin_eof(node.shutdown)
+
+    def command(line: str) -> None:
+        """``graph TOPIC``: what this node sees of the domain (topics, types, the topic's endpoints)."""
+        if line.startswith("graph "):
+            topic = line.split(" ", 1)[1]
+            endpoints = {"publishers": node.get_publishers_info_by_topic(topic),
+                         "subscriptions": node.get_subscriptions_info_by_topic(topic)}
+            print("GRAPH", json.dumps({
+                "topics": dict(node.get_topic_names_and_types()),
+                **{kind: [[e.qos.reliability.value, e.qos.durability.value] for e in found]
+                   for kind, found in endpoints.items()}}), flush=True)
+
+    _stop_on_stdin_eof(node.shutdown, command)
     print("READY", flush=True)
     node.spin()
 

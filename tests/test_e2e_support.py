@@ -95,6 +95,9 @@ class GraphRun:
 
     # ---- helpers ------------------------------------------------------------------------------
     def send_task(self, text: str) -> None:
+        """Once the planner's /task subscription is matched: it takes ROS 2's default QoS (volatile),
+        so a task sent before it exists is not kept for it."""
+        self.wait_for("the planner's /task subscription", lambda: self.task_pub.get_subscription_count() > 0)
         self.task_pub.publish(String(data=text))
 
     def wait_for(self, what: str, condition, limit_s: float = WAIT_S) -> None:

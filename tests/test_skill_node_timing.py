@@ -41,6 +41,48 @@ def test_wait_sleeps_to_the_margin_then_spins_to_the_deadline():
     assert c.polls >= 25  # the last 300 us spent polling (10 us per poll here)
 
 
+def test_wait_stops_polling_when_a_poll_would_overshoot_the_deadline():
+    """rclpy's spin_once(0) costs a few hundred microseconds: the wait learns a poll's cost and spins on
+    the clock alone when less than that is left, instead of overshooting the deadline by a poll."""
+    from robot_hrl.nodes.deadline import poll_cost_s
+
+    class MovingClock(FakeClock):
+        def __call__(self) -> float:
+            self.t += 1e-6  # a real clock moves while it is read
+            return self.t
+
+    c = MovingClock(poll_cost_s=230e-6)
+    poll = c.poll  # one callable: its cost is remembered across waits
+    for k in range(1, 4):
+        deadline = 0.01 * k
+        now = wait_until(deadline, 1e-3, c.sleep, poll, clock=c)
+        assert deadline <= now < deadline + 5e-6  # not up to 230 us late
+    assert poll_cost_s(poll) == pytest.approx(230e-6, rel=0.05)
+    assert c.polls >= 9
+
+
+def test_wait_polls_once_per_wait_even_after_a_slow_poll():
+    """A margin as long as the period never sleeps; one slow poll (a stall) must not stop the polls,
+    which are then the only way messages come in."""
+    from robot_hrl.nodes.deadline import poll_cost_s
+
+    class MovingClock(FakeClock):
+        def __call__(self) -> float:
+            self.t += 1e-6
+            return self.t
+
+    c = MovingClock(poll_cost_s=5e-3)  # one stalled poll: 5 ms
+    poll = c.poll
+    wait_until(0.002, 0.002, c.sleep, poll, clock=c)
+    assert poll_cost_s(poll) >= 5e-3
+    c.poll_cost_s = 20e-6
+    for k in range(2, 6):
+        before = c.polls
+        wait_until(0.002 * k + 0.004, 0.002, c.sleep, poll, clock=c)
+        assert c.polls > before  # never zero polls in a wait
+    assert poll_cost_s(poll) < 5e-3  # ...and the cost is learned anew
+
+
 def test_wait_without_margin_only_sleeps():
     c = FakeClock()
     assert wait_until(0.01, 0.0, c.sleep, c.poll, clock=c) >= 0.01
@@ -185,29 +227,25 @@ def test_wrench_encoder_rejects_a_non_finite_stamp():
         WrenchEncoder().encode([0.0, 0.0, 0.0, 0.0], float("nan"))
 
 
-def test_command_publisher_prefers_raw_bytes():
+def test_command_publisher_sends_raw_bytes_through_the_publisher_interface():
     import numpy as np
 
-    from robot_hrl.msgs import WrenchStamped
+    from robot_hrl.msgs import WrenchStamped, header
     from robot_hrl.nodes.skill_node import CommandPublisher
 
-    class Plain:
+    class Raw:
         def __init__(self):
             self.sent = []
 
-        def publish(self, msg):
-            self.sent.append(msg)
-
-    class Raw(Plain):
         def publish_raw(self, data):
             self.sent.append(data)
 
     w = np.array([0.3, 0.0, 0.0, 0.0])
-    plain, raw = Plain(), Raw()
-    CommandPublisher(plain).publish(w, 1.0)
+    raw = Raw()
     CommandPublisher(raw).publish(w, 1.0)
-    assert isinstance(plain.sent[0], WrenchStamped) and plain.sent[0].wrench.force.z == 0.3
-    assert raw.sent[0] == plain.sent[0].serialize()
+    expected = WrenchStamped(header=header(1.0, "base_link"))
+    expected.wrench.force.z = 0.3
+    assert WrenchStamped.deserialize(raw.sent[0]) == expected
 
 
 # ---- the node's loop, on a stand-in transport ---------------------------------------------------------
@@ -220,6 +258,11 @@ class _Publisher:
         self.sent.append(msg)
         if self._on_publish is not None:
             self._on_publish()
+
+    def publish_raw(self, data: bytes) -> None:
+        from robot_hrl.msgs import WrenchStamped
+
+        self.publish(WrenchStamped.deserialize(data))  # the node sends /cmd_wrench as CDR bytes
 
 
 class _StandInNode:
@@ -432,12 +475,16 @@ def test_loop_thread_affinity_is_restored(gc_state):
 def test_threads_named_reads_the_task_folder(tmp_path):
     from robot_hrl.nodes.deadline import DDS_THREAD_PREFIXES, threads_named
 
-    for tid, name in ((11, "python"), (12, "recv"), (13, "dq.user"), (14, "tev"), (15, "gc"), (16, "recvUC")):
+    for tid, name in ((11, "python"), (12, "recv"), (13, "dq.user"), (14, "tev"), (15, "gc"), (16, "recvUC"),
+                      (18, "dds.udp.7411"), (19, "dds.shm.7411"), (20, "dds.ev.0"), (21, "dds.asyn.0.0")):
         (tmp_path / str(tid)).mkdir()
         (tmp_path / str(tid) / "comm").write_text(name + "\n")
     (tmp_path / "17").mkdir()  # a thread that ended while listing: no comm
+    # Cyclone DDS's and Fast DDS's (rclpy) receive, delivery and event threads
     assert threads_named(DDS_THREAD_PREFIXES, str(tmp_path)) == [(12, "recv"), (13, "dq.user"), (14, "tev"),
-                                                                 (16, "recvUC")]
+                                                                 (16, "recvUC"), (18, "dds.udp.7411"),
+                                                                 (19, "dds.shm.7411"), (20, "dds.ev.0"),
+                                                                 (21, "dds.asyn.0.0")]
     assert threads_named(DDS_THREAD_PREFIXES, str(tmp_path / "missing")) == []
 
 

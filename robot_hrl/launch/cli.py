@@ -9,13 +9,15 @@ from pathlib import Path
 
 from robot_hrl.errors import ConfigError
 from robot_hrl.launch import graph
+from robot_hrl.launch.graph import DEFAULT_BACKEND, LAUNCH_BACKENDS
 
 GRAPHS = ("navigation",)
 
 
 class LaunchCommand:
     name = "launch"
-    help = ("Start a node graph as separate processes over Cyclone DDS (no ROS 2 needed): sim, skill and planner "
+    help = ("Start a node graph as separate processes on one transport (Cyclone DDS by default: no ROS 2 needed; "
+            "or rclpy): sim, skill and planner "
             "nodes; live summary; MCAP recording of every topic; result JSON and a plot of the flight. It ends by "
             "itself when the task is done and the robot has landed, or at --timeout. The same graph and "
             "parameters as `ros2 launch robot_hrl navigation.launch.py`.")
@@ -35,8 +37,14 @@ class LaunchCommand:
                                  "interventions, violations, ...)")
         parser.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit, seconds")
         parser.add_argument("--domain-id", type=int, default=None, help="DDS domain id (default: $ROS_DOMAIN_ID or 0)")
+        parser.add_argument("--backend", choices=LAUNCH_BACKENDS, default=DEFAULT_BACKEND,
+                            help="transport of every node, the monitor and the /task sender: cyclonedds (no ROS 2 "
+                                 "needed) or rclpy (a ROS 2 install or the Jazzy wheels; Fast DDS). The default is "
+                                 "the same whether rclpy is importable or not")
         parser.add_argument("--network", action="store_true",
-                            help="use every network interface (default: loopback only, unless CYCLONEDDS_URI is set)")
+                            help="use every network interface (default: this machine only: Cyclone's loopback "
+                                 "profile unless CYCLONEDDS_URI is set; with rclpy ROS_AUTOMATIC_DISCOVERY_RANGE="
+                                 "LOCALHOST unless it is set)")
         parser.add_argument("--no-record", action="store_true", help="do not record the topics to MCAP")
         parser.add_argument("--no-live", action="store_true", help="no live summary (logs and CI)")
         parser.add_argument("--params-file", default=None,
@@ -64,7 +72,7 @@ class LaunchCommand:
         options = LaunchOptions(arguments=arguments, out=args.out, result=args.result, timeout_s=args.timeout,
                                 domain_id=args.domain_id, loopback=not args.network, record=not args.no_record,
                                 live=not args.no_live and sys.stdout.isatty(), params=params,
-                                params_file=args.params_file)
+                                params_file=args.params_file, backend=args.backend)
         result = Launcher(options).run()
         print(summary_text(result))
         return 0 if result.success else 1

@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 from robot_hrl.nodes.resources import resolve_resource
 
+LAUNCH_BACKENDS = ("cyclonedds", "rclpy")
+"""Transports `robot-hrl launch` puts a whole graph on (nodes, monitor, recorder, /task sender)."""
+DEFAULT_BACKEND = "cyclonedds"
+"""The default whether rclpy is importable or not: `make demo` flies the same way on every machine."""
+
 PARAMS_FILE = "launch/params/navigation.yaml"
 """The graph's parameters file, as addressed in the checkout (installed under share/robot_hrl/params)."""
 
@@ -55,7 +60,7 @@ NAVIGATION_NODES: tuple[NodeSpec, ...] = (
 )
 
 TOPICS: dict[str, tuple[str, bool]] = {
-    "/task": ("std_msgs/msg/String", True),
+    "/task": ("std_msgs/msg/String", False),
     "/plan": ("nav_msgs/msg/Path", True),
     "/subgoal": ("geometry_msgs/msg/PoseStamped", False),
     "/odom": ("nav_msgs/msg/Odometry", False),
@@ -65,9 +70,32 @@ TOPICS: dict[str, tuple[str, bool]] = {
     "/diagnostics": ("diagnostic_msgs/msg/DiagnosticArray", False),
     "/skill/status": ("std_msgs/msg/String", False),
     "/planner/status": ("std_msgs/msg/String", True),
-    "/estop": ("std_msgs/msg/Bool", True),
+    "/estop": ("std_msgs/msg/Bool", False),
 }
 """Every topic of the graph (namespaced at run time): ROS 2 type, latched. The recorder records these."""
+
+SENSOR, COMMAND, LATCHED, INPUT = "sensor", "command", "latched", "input"
+"""The QoS profiles of :mod:`robot_hrl.transport.interface` by name: ``sensor`` best effort, volatile,
+keep last 5; ``command`` and ``input`` reliable, volatile, keep last 10 (ROS 2's default profile);
+``latched`` reliable, transient local, keep last 1."""
+
+TOPIC_QOS: dict[str, tuple[str, str]] = {
+    "/task": (LATCHED, INPUT),
+    "/plan": (LATCHED, LATCHED),
+    "/subgoal": (COMMAND, INPUT),
+    "/odom": (SENSOR, SENSOR),
+    "/cmd_wrench": (COMMAND, COMMAND),
+    "/clock": (SENSOR, SENSOR),
+    "/camera/image_raw": (SENSOR, SENSOR),
+    "/diagnostics": (COMMAND, COMMAND),
+    "/skill/status": (COMMAND, COMMAND),
+    "/planner/status": (LATCHED, LATCHED),
+    "/estop": (INPUT, INPUT),
+}
+"""Topic -> (QoS of the graph's publishers, QoS of its subscriptions): the table of
+docs/nodes_launch.md, checked against the running graph by the tests. Every ``input`` subscription
+accepts ROS 2's default publisher profile (``ros2 topic pub``); a ``latched`` publisher also serves
+``ros2 topic echo --qos-durability transient_local`` joining late."""
 
 TRUE_WORDS = ("true", "1", "yes", "on")
 

@@ -1,4 +1,11 @@
-"""The ROS-free launcher: the navigation graph as separate processes over Cyclone DDS.
+"""The ROS-free launcher: the navigation graph as separate processes, on one transport backend.
+
+Every node, the launcher's own monitor and recorder, and the ``/task`` it sends run on the backend
+of :attr:`LaunchOptions.backend`: Cyclone DDS (the default, no ROS 2 needed) or rclpy (a ROS 2
+install, or the ROS 2 Jazzy wheels; Fast DDS, ROS 2's default RMW). By default nothing leaves the
+machine: on Cyclone DDS the loopback profile of :mod:`robot_hrl.transport.dds_config` (which a stock
+ROS 2 with Fast DDS on the same machine discovers with its default settings), on rclpy
+``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``. ``loopback=False`` (``--network``) uses every interface.
 
 It starts the nodes of :mod:`robot_hrl.launch.graph` with the parameters of
 ``launch/params/navigation.yaml`` (the ROS 2 launch file reads the same two), watches the run
@@ -26,10 +33,14 @@ import yaml
 
 from robot_hrl.errors import ConfigError
 from robot_hrl.launch import graph
+from robot_hrl.launch.graph import DEFAULT_BACKEND, LAUNCH_BACKENDS
 from robot_hrl.launch.monitor import RunMonitor
 from robot_hrl.nodes.resources import SOURCE_ROOT, resolve_resource
 
-STOP_GRACE_S = 5.0
+STOP_GRACE_S = 2.0
+"""A node that has not exited this long after SIGINT is killed (and its exit code says so)."""
+TASK_MATCH_S = 30.0
+"""How long the launcher waits for the planner's /task subscription before it gives up on sending."""
 
 
 @dataclass
@@ -49,6 +60,8 @@ class LaunchOptions:
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Extra parameters per node name (on top of the parameters file and the arguments)."""
     params_file: str | None = None
+    backend: str = DEFAULT_BACKEND
+    """Transport of every node, the monitor and the /task sender: ``cyclonedds`` or ``rclpy``."""
 
 
 @dataclass
@@ -73,6 +86,7 @@ class RunResult:
     """The planner that made the plan flown (symbolic, llm, vlm), from /planner/status."""
     fallback_reason: str | None = None
     """Why the LLM/VLM planner fell back to the symbolic one, if it did."""
+    backend: str = DEFAULT_BACKEND
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -85,6 +99,15 @@ class Launcher:
             self.args = graph.check_arguments(options.arguments)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        if options.backend not in LAUNCH_BACKENDS:
+            raise ConfigError(f"--backend {options.backend!r}: choose one of {', '.join(LAUNCH_BACKENDS)}")
+        if options.backend == "rclpy":
+            from robot_hrl.transport import rclpy_available
+
+            if not rclpy_available():
+                raise ConfigError("--backend rclpy: rclpy cannot be imported. Source a ROS 2 install "
+                                  "(source /opt/ros/jazzy/setup.bash) or install the ROS 2 Jazzy wheels "
+                                  "(see docs/nodes_launch.md), or use --backend cyclonedds")
         from robot_hrl.world import load_world
 
         self.world = load_world(resolve_resource(self.args["world"], "world file"))
@@ -99,6 +122,8 @@ class Launcher:
             from robot_hrl.transport.dds_config import domain_id_from_env
 
             self.domain_id = domain_id_from_env()
+        self.user_dds_config = bool(os.environ.get("CYCLONEDDS_URI"))
+        """The user set CYCLONEDDS_URI (the launcher then leaves Cyclone DDS's configuration alone)."""
         self.env = self._environment()
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, Any] = {}
@@ -109,10 +134,12 @@ class Launcher:
     # ---- environment and processes ------------------------------------------------------------
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
-        from robot_hrl.transport.dds_config import loopback_env
+        from robot_hrl.transport.dds_config import LOCALHOST_RANGE, RANGE_VARIABLE, loopback_env
 
-        if self.o.loopback and not os.environ.get("CYCLONEDDS_URI"):
+        if self.o.loopback and self.o.backend == "cyclonedds" and not self.user_dds_config:
             env.update(loopback_env(self.domain_id))
+        if self.o.loopback and self.o.backend == "rclpy" and not os.environ.get(RANGE_VARIABLE):
+            env[RANGE_VARIABLE] = LOCALHOST_RANGE  # Fast DDS: discovery on this machine only
         env["ROS_DOMAIN_ID"] = str(self.domain_id)
         # The node processes import robot_hrl and sim from the same place as this process.
         path = [str(SOURCE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -123,7 +150,9 @@ class Launcher:
 
     def _apply_env(self) -> None:
         """This process joins the same domain, with the same DDS configuration, before its node starts."""
-        for key in ("CYCLONEDDS_URI", "ROS_DOMAIN_ID"):
+        from robot_hrl.transport.dds_config import RANGE_VARIABLE
+
+        for key in ("CYCLONEDDS_URI", "ROS_DOMAIN_ID", RANGE_VARIABLE):
             if key in self.env:
                 os.environ[key] = self.env[key]
 
@@ -133,7 +162,8 @@ class Launcher:
         overrides.update(self.o.params.get(spec.name, {}))
         override_file = self.out / "logs" / f"{spec.name}.params.yaml"
         override_file.write_text(yaml.safe_dump({spec.name: {"ros__parameters": overrides}}, sort_keys=False))
-        cmd = [sys.executable, "-m", spec.module, "--ros-args", "-r", f"__node:={spec.name}"]
+        cmd = [sys.executable, "-m", spec.module, "--backend", self.o.backend,
+               "--ros-args", "-r", f"__node:={spec.name}"]
         if self.args["namespace"]:
             cmd += ["-r", f"__ns:=/{self.args['namespace'].strip('/')}"]
         return cmd + ["--params-file", self.params_file, "--params-file", str(override_file)]
@@ -184,7 +214,7 @@ class Launcher:
         self._apply_env()
         # Its own clock is not used (times come from the message stamps): no /clock subscription.
         node = create_node("launch_monitor", namespace=self.args["namespace"],
-                           parameters={"use_sim_time": False}, backend="cyclonedds", domain_id=self.domain_id)
+                           parameters={"use_sim_time": False}, backend=self.o.backend, domain_id=self.domain_id)
         self.node = node
         m = self.monitor
 
@@ -212,6 +242,8 @@ class Launcher:
         node.create_subscription(String, "/skill/status", lambda s: m.on_skill_status(s.data), COMMAND_QOS)
         node.create_subscription(PathMsg, "/plan", plan, LATCHED_QOS)
         node.create_subscription(PoseStamped, "/subgoal", subgoal, COMMAND_QOS)
+        # Latched for a late `ros2 topic echo --qos-durability transient_local`; the planner subscribes
+        # with ROS 2's default profile (volatile), so the task is sent once its subscription matched.
         self.task_pub = node.create_publisher(String, "/task", LATCHED_QOS)
 
     def start_recorder(self) -> Path | None:
@@ -237,13 +269,22 @@ class Launcher:
         self.start_monitor()
         try:
             recording = self.start_recorder()
-            if self.args["task"].strip():
-                self.task_pub.publish(String(data=self.args["task"]))  # latched: the planner gets it when it joins
             self.start_nodes()
+            print(self.discovery_note(), flush=True)
+            task = self.args["task"].strip()
+            # our own readers of /task (the recorder) match at once; the planner's once discovered
+            local_readers = self.task_pub.get_subscription_count()
             live = _LiveSummary(self.monitor, enabled=self.o.live)
             with live:
                 while True:
                     self.node.spin(until=_after(0.1))
+                    if task and self.task_pub.get_subscription_count() > local_readers:
+                        self.task_pub.publish(String(data=self.args["task"]))
+                        task = ""
+                    elif task and time.monotonic() - t0 > TASK_MATCH_S:
+                        reason = (f"the planner's /task subscription was not matched within {TASK_MATCH_S:g} s "
+                                  f"(backend {self.o.backend}); see {self.out / 'logs'}")
+                        break
                     live.update(time.monotonic() - t0)
                     if self.monitor.finished():
                         reason, success = "task done, landed", True
@@ -295,7 +336,7 @@ class Launcher:
             deadline=snap["deadline"], errors=snap["errors"],
             recording=str(recording) if recording else None, plot=plot, logs=str(self.out / "logs"),
             exit_codes=codes, planner=snap["planner"].get("planner"),
-            fallback_reason=snap["planner"].get("fallback_reason"),
+            fallback_reason=snap["planner"].get("fallback_reason"), backend=self.o.backend,
         )
         text = json.dumps(result.to_dict(), indent=2, default=str)
         (self.out / "result.json").write_text(text)
@@ -303,6 +344,27 @@ class Launcher:
             Path(self.o.result).parent.mkdir(parents=True, exist_ok=True)
             Path(self.o.result).write_text(text)
         return result
+
+
+    def discovery_note(self) -> str:
+        """One line for a ROS 2 user on this machine: how to see and drive this graph."""
+        ns = self.args["namespace"].strip("/")
+        topic = f"/{ns}/task" if ns else "/task"
+        head = f"graph on backend {self.o.backend}, ROS_DOMAIN_ID={self.domain_id}"
+        if not self.o.loopback or (self.o.backend == "cyclonedds" and self.user_dds_config):
+            return f"{head}: ROS 2 (same ROS_DOMAIN_ID) sees it, e.g. `ros2 topic echo {topic}`"
+        if self.o.backend == "rclpy":
+            return (f"{head}, discovery on this machine only ({self._range_note()}): a ROS 2 here sees it with "
+                    f"its default settings, e.g. `ros2 topic pub --once {topic} std_msgs/msg/String \"{{data: 'land'}}\"`")
+        profile = self.out / "logs" / "cyclonedds_loopback.xml"
+        profile.write_text(self.env.get("CYCLONEDDS_URI", ""))
+        return (f"{head}, loopback only: ROS 2 with Fast DDS (the default RMW) sees it with its default settings; "
+                f"with rmw_cyclonedds_cpp set CYCLONEDDS_URI=file://{profile.resolve()} (or launch with --network)")
+
+    def _range_note(self) -> str:
+        from robot_hrl.transport.dds_config import RANGE_VARIABLE
+
+        return f"{RANGE_VARIABLE}={self.env.get(RANGE_VARIABLE, '')}"
 
 
 def _after(seconds: float):

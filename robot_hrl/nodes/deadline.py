@@ -7,6 +7,7 @@ import gc
 import math
 import os
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -112,8 +113,14 @@ class LoopTiming:
                    realtime_dds_threads=realtime_dds_threads)
 
 
-DDS_THREAD_PREFIXES = ("recv", "dq.", "tev")
+CYCLONEDDS_THREAD_PREFIXES = ("recv", "dq.", "tev")
 """Names (``/proc/self/task/*/comm``) of Cyclone DDS's receive, delivery-queue and timed-event threads."""
+FASTDDS_THREAD_PREFIXES = ("dds.udp.", "dds.shm.", "dds.ev.", "dds.asyn.")
+"""Fast DDS's (rclpy's default RMW) receive (UDP, shared memory), event and asynchronous-writer threads,
+as Fast DDS 2.14 names them (seen in /proc with the ROS 2 Jazzy wheels, ros-fastrtps 2.14.5; the
+naming scheme is Fast DDS's "thread settings" documentation's)."""
+DDS_THREAD_PREFIXES = CYCLONEDDS_THREAD_PREFIXES + FASTDDS_THREAD_PREFIXES
+"""Every DDS thread the loop's priority is shared with, whichever transport the node is on."""
 
 
 def threads_named(prefixes: tuple[str, ...], task_dir: str = "/proc/self/task") -> list[tuple[int, str]]:
@@ -171,22 +178,55 @@ class FixedRateSchedule:
         return min(late, self.period_s), skipped
 
 
+POLL_COST_DECAY = 0.99
+"""Per poll, the remembered cost of a poll decays by this factor before the new measurement is taken
+in (a running maximum that forgets a rare slow poll after a few hundred polls)."""
+
+_poll_cost_s: "weakref.WeakKeyDictionary[Callable[[], None], float]" = weakref.WeakKeyDictionary()
+
+
+def poll_cost_s(poll: Callable[[], None]) -> float:
+    """What one call of ``poll`` has been costing (decayed running maximum, seconds; 0 before the first)."""
+    return _poll_cost_s.get(poll, 0.0)
+
+
 def wait_until(deadline_s: float, spin_margin_s: float, sleep: Callable[[float], None],
                poll: Callable[[], None] | None = None, clock: Callable[[], float] = time.perf_counter,
                max_sleep_s: float = 0.05, stop: Callable[[], bool] | None = None) -> float:
     """Hybrid wait: ``sleep(s)`` (which may return early, e.g. when a message arrived and was handled)
     until ``spin_margin_s`` before ``deadline_s``, then busy-wait, calling ``poll()`` (take messages
     without blocking) until the deadline. Returns ``clock()`` at return: at or after ``deadline_s``,
-    unless ``stop()`` turned true (checked at least every ``max_sleep_s``)."""
+    unless ``stop()`` turned true (checked at least every ``max_sleep_s``).
+
+    A poll that costs more than the time left would overshoot the deadline by its cost (rclpy's
+    ``spin_once(0)`` builds a wait set each call: a few hundred microseconds): the cost of each
+    ``poll`` callable is remembered (:func:`poll_cost_s`), and when less than that is left the wait
+    spins on the clock alone; a message arriving then is taken after the tick. It polls at least once
+    per wait all the same (a margin as long as the period never sleeps: the polls are then the only
+    way messages come in), and every poll measures the cost anew."""
+    cost = _poll_cost_s.get(poll, 0.0) if poll is not None else 0.0
+    polled = False
+    still = 0  # spins in a row on a clock that did not move (a simulated clock moves only when polled)
+    last = None
     while True:
         now = clock()
         remaining = deadline_s - now
         if remaining <= 0.0 or (stop is not None and stop()):
+            if poll is not None:
+                _poll_cost_s[poll] = cost
             return now
+        still = still + 1 if now == last else 0
+        last = now
         if remaining > spin_margin_s:
             sleep(min(remaining - spin_margin_s, max_sleep_s))
-        elif poll is not None:
+        elif poll is not None and (remaining > cost or not polled or still >= _STILL_SPINS):
             poll()
+            polled = True
+            cost = max(cost * POLL_COST_DECAY, clock() - now)
+
+
+_STILL_SPINS = 1000
+"""Spins on an unmoving clock after which the wait polls anyway (a clock that moves only when polled)."""
 
 
 class LoopGc:

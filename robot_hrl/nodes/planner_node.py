@@ -44,7 +44,7 @@ from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, jso
 from robot_hrl.planning.deadline import PlanningDeadline
 from robot_hrl.planning.task import MAX_TASK_CHARS
 from robot_hrl.planning.untrusted import plain
-from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from robot_hrl.transport.interface import COMMAND_QOS, INPUT_QOS, LATCHED_QOS, SENSOR_QOS
 
 GOAL_ACTIONS = ("takeoff", "goto", "land")
 SAME_SUBGOAL_M = 1e-3
@@ -453,7 +453,7 @@ class PlannerNode:
         self.subgoal_pub = node.create_publisher(PoseStamped, "/subgoal", COMMAND_QOS)
         self.status_pub = node.create_publisher(String, "/planner/status", LATCHED_QOS)
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
-        self.inputs.subscribe(String, "/task", self._on_task, LATCHED_QOS)
+        self.inputs.subscribe(String, "/task", self._on_task, INPUT_QOS)  # accepts `ros2 topic pub` defaults
         self.inputs.subscribe(Odometry, "/odom", self._on_odom, SENSOR_QOS)
         self.inputs.subscribe(String, "/skill/status", self._on_skill_status, COMMAND_QOS)
         self.timer = self.inputs.timer(1.0 / float(p["subgoal_rate_hz"]), self._tick)

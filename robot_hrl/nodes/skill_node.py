@@ -51,7 +51,7 @@ from robot_hrl.nodes.deadline import (
     DDS_THREAD_PREFIXES, DeadlineMonitor, FixedRateSchedule, LoopGc, LoopTiming, set_fifo, threads_named, wait_until,
 )
 from robot_hrl.state import RobotState
-from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from robot_hrl.transport.interface import COMMAND_QOS, INPUT_QOS, SENSOR_QOS
 
 
 @dataclass
@@ -408,19 +408,15 @@ class OdometryDecoder:
 
 
 class CommandPublisher:
-    """``/cmd_wrench``: the pre-encoded CDR bytes through ``publish_raw`` (both backends have it), the
-    message through ``publish`` for a publisher without it."""
+    """``/cmd_wrench``: the pre-encoded CDR bytes through ``Publisher.publish_raw``."""
 
     def __init__(self, publisher):
         self.publisher = publisher
-        self._raw = getattr(publisher, "publish_raw", None)
+        self._raw = publisher.publish_raw
         self._encoder = WrenchEncoder()
 
     def publish(self, wrench: np.ndarray, stamp_s: float) -> None:
-        if self._raw is not None:
-            self._raw(self._encoder.encode(wrench, stamp_s))
-        else:
-            self.publisher.publish(wrench_msg(wrench, stamp_s))
+        self._raw(self._encoder.encode(wrench, stamp_s))
 
 
 class SkillNode:
@@ -484,8 +480,9 @@ class SkillNode:
         # Raw CDR in: the decoder reads only what the state needs (see OdometryDecoder).
         self._decode_odom = OdometryDecoder()
         node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS, raw=True)
-        node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, COMMAND_QOS)
-        node.create_subscription(Bool, "/estop", self._on_estop, LATCHED_QOS)
+        # INPUT_QOS: ROS 2's default profile, so `ros2 topic pub` with its defaults reaches the node
+        node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, INPUT_QOS)
+        node.create_subscription(Bool, "/estop", self._on_estop, INPUT_QOS)
         self._next_tick_s: float | None = None
         self._next_status_s = 0.0
         self._next_diag_s = 0.0
@@ -495,6 +492,8 @@ class SkillNode:
             # Created after /odom: on a wake-up the odometry of the period is taken before its clock.
             node.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS)
         self.ticks = 0
+        self._last_command: tuple = (None, None)
+        """(wrench, stamp) of the latest tick, re-sent while /clock stands still."""
         self._restore_thread: list = []
         """Undo actions of set_realtime_priority / set_cpu_affinity, run when the loop ends."""
 
@@ -528,12 +527,17 @@ class SkillNode:
             skipped = max(0, int(math.floor((now - self._next_tick_s) / self.period_s + 1e-6)))
             self._next_tick_s += (skipped + 1) * self.period_s
             self.tick(now, late_s=0.0, skipped=0)
+        elif now == self._last_command[1]:
+            # The clock stands still: the sim waits for this period's command (at start-up, the first
+            # one may have gone out before discovery matched the sim's subscription). Send it again.
+            self._command.publish(*self._last_command)
 
     # ---- the loop -----------------------------------------------------------------------------
     def tick(self, now: float, late_s: float = 0.0, skipped: int = 0) -> None:
         t0 = time.perf_counter()
         out = self.core.tick(now)
         self._command.publish(out.wrench, now)
+        self._last_command = (out.wrench, now)
         duration = time.perf_counter() - t0
         self.deadline.record(duration, late_s, skipped)
         self.ticks += 1

@@ -16,6 +16,7 @@ from typing import Any
 from robot_hrl.errors import ConfigError
 from robot_hrl.transport.interface import (
     COMMAND_QOS,
+    INPUT_QOS,
     LATCHED_QOS,
     SENSOR_QOS,
     Durability,
@@ -66,5 +67,5 @@ def create_node(name: str, namespace: str = "", parameters: dict[str, Any] | Non
     return CycloneNode(name, namespace, parameters, domain_id=domain_id)
 
 
-__all__ = ["BACKENDS", "COMMAND_QOS", "Durability", "LATCHED_QOS", "Node", "Publisher", "QoS", "Reliability",
+__all__ = ["BACKENDS", "COMMAND_QOS", "Durability", "INPUT_QOS", "LATCHED_QOS", "Node", "Publisher", "QoS", "Reliability",
            "SENSOR_QOS", "Subscription", "Timer", "TransportError", "create_node", "rclpy_available", "resolve_backend"]

@@ -1,26 +1,15 @@
 """The node interface on Cyclone DDS, speaking the ROS 2 wire protocol without a ROS 2 install.
 
-Mapping (as rmw_cyclonedds does it):
+Its parts, one module each:
 
-- topic ``/x`` in namespace ``/robot1`` is DDS topic ``rt/robot1/x``;
-- type ``pkg/msg/T`` is DDS type ``pkg::msg::dds_::T_`` (the classes of :mod:`robot_hrl.msgs`),
-  XCDR1 little-endian, the CDR bytes ROS 2 sends;
-- QoS: reliability, durability and keep-last depth map one to one;
-- domain id: ``domain_id=`` or ``ROS_DOMAIN_ID`` (0 when unset); one DomainParticipant per
-  process and domain, shared by the nodes in it;
-- the ROS 2 graph: the participant carries USER_DATA ``enclave=/;`` and publishes an
-  ``rmw_dds_common/msg/ParticipantEntitiesInfo`` on ``ros_discovery_info`` (its GID and, per
-  node, namespace, name and the GIDs of the node's readers and writers), republished whenever a
-  node, publisher or subscription comes or goes; this is what ``ros2 node list`` reads. The
-  GID layout (16 or 24 bytes) follows ``ROS_DISTRO`` or ``CycloneNode(ros_distro=...)``
-  (:func:`robot_hrl.transport.dds_config.ros_gid_size`). A failure there is logged, never
-  raised: the node works without it.
-
-:meth:`CycloneNode.spin` is a single-threaded executor: it waits on a WaitSet (one read
-condition per subscription) until the next timer deadline, runs the callbacks of the samples
-that arrived, and fires due timers. Timer deadlines are absolute (``start + k * period`` on
-``time.perf_counter``), so a 100-500 Hz loop does not drift; a late tick is run once and the
-missed ones are skipped (counted in :attr:`CycloneTimer.overruns`), as rclpy does.
+- :mod:`~robot_hrl.transport.cyclonedds_mapping`: names, types and QoS as rmw_cyclonedds maps them
+  (``/x`` is ``rt/x``, ``pkg/msg/T`` is ``pkg::msg::dds_::T_``, XCDR1 little-endian);
+- :mod:`~robot_hrl.transport.cyclonedds_graph`: the ROS 2 graph (``ros_discovery_info``), what
+  ``ros2 node list`` reads;
+- :mod:`~robot_hrl.transport.cyclonedds_participant`: one DomainParticipant per process and domain
+  (``domain_id=`` or ``ROS_DOMAIN_ID``, 0 when unset), shared by the nodes in it;
+- :mod:`~robot_hrl.transport.cyclonedds_executor`: the single-threaded executor and its timers;
+- this module: publishers, subscriptions and the node.
 
 A sample that cannot be decoded (wrong type on the topic, truncated bytes) is dropped, logged
 and counted (:attr:`CycloneSubscription.dropped`, :attr:`CycloneNode.dropped_samples`); the node
@@ -34,38 +23,43 @@ import math
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any, Callable
 
-from cyclonedds.core import DDSException, GuardCondition, InstanceState, ReadCondition, SampleState, ViewState, WaitSet
-from cyclonedds.domain import DomainParticipant
+from cyclonedds.core import DDSException, InstanceState, ReadCondition, SampleState, ViewState
 from cyclonedds.idl import IdlStruct
 from cyclonedds.pub import DataWriter
-from cyclonedds.qos import Policy, Qos
 from cyclonedds.sub import DataReader
-from cyclonedds.topic import Topic
-from cyclonedds.util import duration
 
 from cyclonedds._clayer import ddspy_take, ddspy_write  # raw CDR in and out: decode errors stay ours
 
-from robot_hrl.msgs import Clock, MessageTypeError, ros_type_from_dds, ros_type_name, seconds_from_time
-from robot_hrl.msgs.rmw_dds_common import NAME_BOUND, entities_info_classes, gid_from_guid
+from robot_hrl.msgs import Clock, MessageTypeError, ros_type_name, seconds_from_time
+from robot_hrl.transport.cyclonedds_executor import CycloneExecutor, CycloneTimer
+from robot_hrl.transport.cyclonedds_graph import (  # noqa: F401 - re-exported: the backend's public names
+    ENCLAVE,
+    ROS_DISCOVERY_TOPIC,
+    entity_guid,
+    participant_user_data,
+    ros_discovery_qos,
+)
+from robot_hrl.transport.cyclonedds_mapping import (  # noqa: F401 - re-exported
+    ROS_TOPIC_PREFIX,
+    EndpointInfo,
+    dds_qos,
+    dds_topic_name,
+    qos_from_dds,
+    ros_endpoint,
+)
+from robot_hrl.transport.cyclonedds_participant import acquire_participant, release_participant
 from robot_hrl.transport.dds_config import check_domain_id, domain_id_from_env, ros_gid_size
 from robot_hrl.transport.interface import (
     COMMAND_QOS,
     SENSOR_QOS,
-    Durability,
     Node,
     Publisher,
     QoS,
-    Reliability,
     Subscription,
-    Timer,
     TransportError,
 )
-
-ROS_TOPIC_PREFIX = "rt"
-"""rmw_cyclonedds prefixes ROS topics with ``rt/`` (services use ``rq/``/``rr/``)."""
 
 _MAX_WAIT_S = 0.05
 """Longest single wait, so that ``until()`` is checked at least this often."""
@@ -73,223 +67,7 @@ _TAKE_BATCH = 64
 
 _ANY = SampleState.Any | ViewState.Any | InstanceState.Any
 
-ROS_DISCOVERY_TOPIC = "ros_discovery_info"
-"""The DDS topic of the ROS 2 graph (no ``rt/`` prefix: rmw creates it outside the ROS names)."""
-ENCLAVE = "/"
-"""The security enclave rcl gives a context by default; rmw puts it in the participant's USER_DATA."""
-
 _log = logging.getLogger(__name__)
-
-
-def participant_user_data(enclave: str = ENCLAVE) -> bytes:
-    """The participant USER_DATA rmw_cyclonedds sets: ``enclave=<enclave>;`` (no NUL)."""
-    return f"enclave={enclave};".encode()
-
-
-def ros_discovery_qos() -> Qos:
-    """The QoS of rmw's ros_discovery_info writer: reliable, transient local, keep last 1 (a late
-    joiner gets each participant's latest sample)."""
-    return Qos(Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100)),
-               Policy.Durability.TransientLocal, Policy.History.KeepLast(1))
-
-
-def entity_guid(entity: Any) -> uuid.UUID | None:
-    """The DDS GUID of a participant, reader or writer; None (and a warning) when it cannot be read."""
-    try:
-        return entity.guid
-    except Exception as exc:  # noqa: BLE001 - a graph detail must never break a node
-        _log.warning("could not read the DDS GUID of %r (%s: %s); it is left out of ros_discovery_info",
-                     entity, type(exc).__name__, exc)
-        return None
-
-
-def dds_topic_name(ros_topic: str) -> str:
-    """``/robot1/odom`` -> ``rt/robot1/odom``."""
-    if not ros_topic.startswith("/") or ros_topic == "/" or "//" in ros_topic or ros_topic.endswith("/"):
-        raise TransportError(f"{ros_topic!r} is not a fully qualified ROS topic name like '/ns/odom'")
-    for part in ros_topic[1:].split("/"):
-        if not (part[0].isalpha() or part[0] == "_") or not all(c.isalnum() or c == "_" for c in part):
-            raise TransportError(f"topic name {ros_topic!r}: token {part!r} must start with a letter or '_' and "
-                                 "contain only letters, digits and '_' (ROS 2 naming rules)")
-    return ROS_TOPIC_PREFIX + ros_topic
-
-
-def dds_qos(qos: QoS) -> Qos:
-    """The Cyclone DDS QoS of one of our profiles (as rmw_cyclonedds maps a ROS 2 profile)."""
-    if not isinstance(qos, QoS):
-        raise TransportError(f"expected a robot_hrl.transport.QoS profile, got {qos!r}")
-    if qos.depth < 1:
-        raise TransportError(f"QoS depth must be at least 1, got {qos.depth}")
-    policies = [
-        Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100))
-        if qos.reliability is Reliability.RELIABLE else Policy.Reliability.BestEffort,
-        Policy.Durability.TransientLocal if qos.durability is Durability.TRANSIENT_LOCAL else Policy.Durability.Volatile,
-        Policy.History.KeepLast(qos.depth),
-    ]
-    return Qos(*policies)
-
-
-# ---- one DomainParticipant per process and domain ---------------------------------------------------
-def _create_domain_participant(domain_id: int) -> DomainParticipant:
-    """A DomainParticipant with rmw's USER_DATA; without it if the QoS is refused (the graph is
-    a courtesy to ROS 2 tools, the node must still run)."""
-    try:
-        return DomainParticipant(domain_id, qos=Qos(Policy.Userdata(participant_user_data())))
-    except DDSException as exc:
-        _log.warning("DDS participant with USER_DATA %r refused (%s); joining domain %d without it",
-                     participant_user_data(), exc, domain_id)
-    return DomainParticipant(domain_id)
-
-
-class _RosGraph:
-    """This participant's ``ParticipantEntitiesInfo`` on ``ros_discovery_info``, kept up to date as
-    rmw_cyclonedds does: one sample per participant, republished whole on every change.
-
-    Every method logs and swallows its errors: ``ros2 node list`` is a nicety, the node's own
-    topics must work without it."""
-
-    def __init__(self, dp: DomainParticipant, gid_size: int):
-        self.gid_size = gid_size
-        self.published = 0
-        """Samples written (one per change)."""
-        self._nodes: dict[int, "CycloneNode"] = {}  # id(node) -> node, in creation order
-        self._lock = threading.Lock()
-        self._writer: DataWriter | None = None
-        self._classes = None
-        self._gid = None
-        try:
-            self._classes = entities_info_classes(gid_size)
-            guid = entity_guid(dp)
-            if guid is None:
-                return
-            self._gid = gid_from_guid(guid, gid_size)
-            topic = Topic(dp, ROS_DISCOVERY_TOPIC, self._classes.participant)
-            self._writer = DataWriter(dp, topic, qos=ros_discovery_qos())
-        except Exception as exc:  # noqa: BLE001
-            _log.warning("cannot publish the ROS 2 graph on %s (%s: %s); `ros2 node list` will not show this "
-                         "process's nodes, their topics work", ROS_DISCOVERY_TOPIC, type(exc).__name__, exc)
-            self._writer = None
-
-    def add_node(self, node: "CycloneNode") -> None:
-        with self._lock:
-            self._nodes[id(node)] = node
-            self._publish_locked()
-
-    def remove_node(self, node: "CycloneNode") -> None:
-        with self._lock:
-            if self._nodes.pop(id(node), None) is not None:
-                self._publish_locked()
-
-    def update(self) -> None:
-        """A node's publishers or subscriptions changed: republish."""
-        with self._lock:
-            self._publish_locked()
-
-    def sample(self):
-        """The ParticipantEntitiesInfo as it stands (None when the graph cannot be published)."""
-        with self._lock:
-            return self._sample_locked()
-
-    def _sample_locked(self):
-        if self._classes is None or self._gid is None:
-            return None
-        classes = self._classes
-        infos = []
-        for node in self._nodes.values():
-            namespace = node.namespace or "/"  # rcl names the root namespace "/"
-            if len(namespace) > NAME_BOUND or len(node.name) > NAME_BOUND:
-                _log.warning("node %s/%s: name or namespace longer than %d characters, left out of %s",
-                             namespace, node.name, NAME_BOUND, ROS_DISCOVERY_TOPIC)
-                continue
-            readers, writers = node._graph_guids()
-            infos.append(classes.node(
-                node_namespace=namespace, node_name=node.name,
-                reader_gid_seq=[gid_from_guid(g, self.gid_size) for g in readers],
-                writer_gid_seq=[gid_from_guid(g, self.gid_size) for g in writers]))
-        return classes.participant(gid=self._gid, node_entities_info_seq=infos)
-
-    def _publish_locked(self) -> None:
-        if self._writer is None:
-            return
-        try:
-            self._writer.write(self._sample_locked())
-            self.published += 1
-        except Exception as exc:  # noqa: BLE001
-            _log.warning("could not publish the ROS 2 graph on %s (%s: %s); the nodes keep running",
-                         ROS_DISCOVERY_TOPIC, type(exc).__name__, exc)
-
-    def close(self) -> None:
-        with self._lock:
-            self._nodes.clear()
-            self._writer = None
-
-
-class _Participant:
-    def __init__(self, domain_id: int, gid_size: int):
-        self.domain_id = domain_id
-        try:
-            self.dp = _create_domain_participant(domain_id)
-        except DDSException as exc:
-            raise TransportError(f"could not join DDS domain {domain_id}: {exc}. Check CYCLONEDDS_URI "
-                                 "(robot_hrl.transport.dds_config.loopback_config() is a known-good profile)") from exc
-        self.topics: dict[str, Topic] = {}
-        self.users = 0
-        self._graph_readers = None
-        self.graph = _RosGraph(self.dp, gid_size)
-
-    def endpoints(self, publications: bool = True) -> list:
-        """The DCPSPublication (or DCPSSubscription) samples of the alive endpoints on the domain,
-        ours included."""
-        from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication, BuiltinTopicDcpsSubscription
-
-        if self._graph_readers is None:
-            readers = []
-            for builtin in (BuiltinTopicDcpsPublication, BuiltinTopicDcpsSubscription):
-                reader = BuiltinDataReader(self.dp, builtin)
-                readers.append((reader, ReadCondition(reader, SampleState.Any | ViewState.Any | InstanceState.Alive)))
-            self._graph_readers = readers
-        reader, alive = self._graph_readers[0 if publications else 1]
-        return reader.read(N=100_000, condition=alive)
-
-    def topic(self, name: str, msg_type: type) -> Topic:
-        existing = self.topics.get(name)
-        if existing is not None:
-            if existing.data_type is not msg_type:
-                raise TransportError(
-                    f"topic {name!r} is already used with type {ros_type_name(existing.data_type)} in this process; "
-                    f"it cannot also carry {ros_type_name(msg_type)}")
-            return existing
-        topic = Topic(self.dp, name, msg_type)
-        self.topics[name] = topic
-        return topic
-
-
-_PARTICIPANTS: dict[int, _Participant] = {}
-_PARTICIPANTS_LOCK = threading.Lock()
-
-
-def _acquire_participant(domain_id: int, gid_size: int) -> _Participant:
-    with _PARTICIPANTS_LOCK:
-        p = _PARTICIPANTS.get(domain_id)
-        if p is None:
-            p = _PARTICIPANTS[domain_id] = _Participant(domain_id, gid_size)
-        elif p.graph.gid_size != gid_size:
-            # one participant, one ros_discovery_info sample: the first node chose its layout
-            _log.warning("domain %d already publishes %d-byte ROS 2 graph GIDs in this process; "
-                         "a node asking for %d-byte ones shares them", domain_id, p.graph.gid_size, gid_size)
-        p.users += 1
-        return p
-
-
-def _release_participant(p: _Participant) -> None:
-    with _PARTICIPANTS_LOCK:
-        p.users -= 1
-        if p.users <= 0 and _PARTICIPANTS.get(p.domain_id) is p:
-            del _PARTICIPANTS[p.domain_id]
-            p.graph.close()
-            p.topics.clear()
-            p._graph_readers = None
-            p.dp = None  # the Python wrapper deletes the DDS entity and its children
 
 
 def _check_msg_type(msg_type: Any) -> type:
@@ -297,38 +75,6 @@ def _check_msg_type(msg_type: Any) -> type:
         raise MessageTypeError(f"{msg_type!r} is not a message class; use one of robot_hrl.msgs (e.g. Odometry)")
     ros_type_name(msg_type)  # raises on a non-ROS DDS type name
     return msg_type
-
-
-@dataclass(frozen=True)
-class EndpointInfo:
-    """A publisher or subscription seen on the domain (cf. rclpy's TopicEndpointInfo)."""
-
-    topic_name: str
-    topic_type: str
-    qos: QoS
-
-
-def _our_qos(dds: Qos) -> QoS:
-    depth = 1
-    for policy in dds:
-        if isinstance(policy, Policy.History.KeepLast):
-            depth = policy.depth
-    return QoS(
-        Reliability.BEST_EFFORT if Policy.Reliability.BestEffort in dds else Reliability.RELIABLE,
-        Durability.TRANSIENT_LOCAL if Policy.Durability.TransientLocal in dds else Durability.VOLATILE,
-        depth=max(1, depth),
-    )
-
-
-def _ros_endpoint(sample) -> EndpointInfo | None:
-    name, typename = sample.topic_name, sample.type_name
-    if not name.startswith(ROS_TOPIC_PREFIX + "/"):
-        return None
-    try:
-        ros_type = ros_type_from_dds(typename)
-    except MessageTypeError:
-        return None
-    return EndpointInfo(name[len(ROS_TOPIC_PREFIX):], ros_type, _our_qos(sample.qos))
 
 
 # ---- entities -----------------------------------------------------------------------------------
@@ -394,7 +140,7 @@ class CycloneSubscription(Subscription):
         self.guid = entity_guid(self._reader)
         """The DDS GUID of the reader (its GID in the ROS 2 graph), None if unreadable."""
         self._condition = ReadCondition(self._reader, _ANY)
-        node._waitset.attach(self._condition)
+        node._executor.add_subscription(self, self._condition)
 
     def get_publisher_count(self) -> int:
         return self._reader.get_subscription_matched_status().current_count
@@ -429,54 +175,11 @@ class CycloneSubscription(Subscription):
     def destroy(self) -> None:
         if self._reader is None:
             return
-        try:
-            self._node._waitset.detach(self._condition)
-        except DDSException:
-            pass
-        self._node._subscriptions.remove(self)
+        self._node._executor.remove_subscription(self, self._condition)
         self._condition = None
         self._reader = None
         if not self._node._shutdown:
             self._node._participant.graph.update()
-
-
-class CycloneTimer(Timer):
-    def __init__(self, node: "CycloneNode", period_s: float, callback: Callable[[], None]):
-        self.period_s = float(period_s)
-        self.callback = callback
-        self.calls = 0
-        self.overruns = 0
-        """Ticks skipped because a previous one ran late."""
-        self.last_deadline: float | None = None
-        """When the running (or last) callback was due, on the timer clock (``time.perf_counter``, or
-        sim time): ``time.perf_counter() - timer.last_deadline`` is its lateness."""
-        self._node = node
-        self._next: float | None = None
-        self.cancelled = False
-        self.reset()
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self in self._node._timers:
-            self._node._timers.remove(self)
-
-    def reset(self) -> None:
-        """Restart the period from now (from the first /clock message under sim time)."""
-        node = self._node
-        self._next = None if (node.use_sim_time and node._sim_time is None) else node._timer_clock() + self.period_s
-
-    def _due(self, now: float) -> bool:
-        if self._next is None or self._next - now > 2 * self.period_s:  # first /clock, or sim time went back
-            self._next = now + self.period_s
-            return False
-        return now >= self._next
-
-    def _advance(self, now: float) -> None:
-        self._next += self.period_s
-        if self._next <= now:  # late by more than a period: skip the missed ticks, keep the phase
-            missed = math.floor((now - self._next) / self.period_s) + 1
-            self.overruns += missed
-            self._next += missed * self.period_s
 
 
 # ---- the node -----------------------------------------------------------------------------------
@@ -500,20 +203,25 @@ class CycloneNode(Node):
         self.use_sim_time = use_sim_time
         self.dropped_samples = 0
         """Samples dropped on all subscriptions because they could not be decoded."""
-        self._participant = _acquire_participant(self.domain_id, ros_gid_size(ros_distro))
-        self._waitset = WaitSet(self._participant.dp)
-        self._guard = GuardCondition(self._participant.dp)
-        self._waitset.attach(self._guard)
-        self._subscriptions: list[CycloneSubscription] = []
+        self._participant = acquire_participant(self.domain_id, ros_gid_size(ros_distro))
+        self._executor = CycloneExecutor(self._participant.dp, self)
         self._publishers: list[CyclonePublisher] = []
-        self._timers: list[CycloneTimer] = []
         self._shutdown = False
         self._spinning = False
+        self._destroyed = False
         self._destroy_lock = threading.Lock()
         self._sim_time: float | None = None
         self._participant.graph.add_node(self)  # rmw announces a node before it has any endpoint
         if self.use_sim_time:
             self.create_subscription(Clock, "/clock", self._on_clock, SENSOR_QOS)  # global: see GLOBAL_TOPICS
+
+    @property
+    def _subscriptions(self) -> list["CycloneSubscription"]:
+        return self._executor.subscriptions
+
+    @property
+    def _timers(self) -> list[CycloneTimer]:
+        return self._executor.timers
 
     # ---- topics -------------------------------------------------------------------------------
     def resolve_topic(self, topic: str) -> str:
@@ -536,7 +244,6 @@ class CycloneNode(Node):
         if not callable(callback):
             raise TransportError(f"subscription callback for {topic!r} is not callable: {callback!r}")
         sub = CycloneSubscription(self, _check_msg_type(msg_type), self.resolve_topic(topic), callback, qos, raw)
-        self._subscriptions.append(sub)
         self._participant.graph.update()
         return sub
 
@@ -557,10 +264,17 @@ class CycloneNode(Node):
     def _on_clock(self, msg: Clock) -> None:
         self._sim_time = seconds_from_time(msg.clock)
 
+    def _clock_started(self) -> bool:
+        """False under sim time until the first /clock message: timers do not run yet."""
+        return not self.use_sim_time or self._sim_time is not None
+
     def _timer_clock(self) -> float:
         if self.use_sim_time:
             return self._sim_time if self._sim_time is not None else 0.0
         return time.perf_counter()
+
+    def _remove_timer(self, timer: CycloneTimer) -> None:
+        self._executor.remove_timer(timer)
 
     def now(self) -> float:
         if self.use_sim_time:
@@ -575,7 +289,7 @@ class CycloneNode(Node):
         if not callable(callback):
             raise TransportError(f"timer callback is not callable: {callback!r}")
         timer = CycloneTimer(self, period_s, callback)
-        self._timers.append(timer)
+        self._executor.add_timer(timer)
         return timer
 
     # ---- graph ----------------------------------------------------------------------------------
@@ -586,7 +300,7 @@ class CycloneNode(Node):
         found: dict[str, set[str]] = {}
         for publications in (True, False):
             for sample in self._participant.endpoints(publications):
-                info = _ros_endpoint(sample)
+                info = ros_endpoint(sample)
                 if info is not None:
                     found.setdefault(info.topic_name, set()).add(info.topic_type)
         return [(name, sorted(types)) for name, types in sorted(found.items())]
@@ -594,56 +308,29 @@ class CycloneNode(Node):
     def get_publishers_info_by_topic(self, topic: str) -> list[EndpointInfo]:
         """The publishers of a (fully qualified) topic on the domain, with their QoS."""
         self._check_alive()
-        infos = [_ros_endpoint(s) for s in self._participant.endpoints(True)]
+        infos = [ros_endpoint(s) for s in self._participant.endpoints(True)]
         return [i for i in infos if i is not None and i.topic_name == topic]
 
     def get_subscriptions_info_by_topic(self, topic: str) -> list[EndpointInfo]:
         """The subscriptions of a (fully qualified) topic on the domain, with their QoS."""
         self._check_alive()
-        infos = [_ros_endpoint(s) for s in self._participant.endpoints(False)]
+        infos = [ros_endpoint(s) for s in self._participant.endpoints(False)]
         return [i for i in infos if i is not None and i.topic_name == topic]
 
     # ---- executor -----------------------------------------------------------------------------
+    def _stopped(self) -> bool:
+        return self._shutdown
+
     def spin_once(self, timeout_s: float = 0.0) -> None:
         """Wait up to ``timeout_s`` (less when a timer is due earlier), then run what is ready."""
         self._check_alive()
         self._spinning = True
         try:
-            self._spin_once(timeout_s)
+            self._executor.spin_once(timeout_s, self._stopped)
         finally:
             self._spinning = False
             if self._shutdown:
                 self._destroy()
-
-    def _spin_once(self, timeout_s: float) -> None:
-        timeout = max(0.0, float(timeout_s))
-        if self._timers and not self.use_sim_time:
-            now = time.perf_counter()
-            nearest = min((t._next for t in self._timers if t._next is not None), default=now + timeout)
-            timeout = min(timeout, max(0.0, nearest - now))
-        if timeout > 0:
-            self._waitset.wait(int(timeout * 1e9))
-        if self._shutdown:
-            return
-        for sub in list(self._subscriptions):
-            sub._drain()
-        self._fire_timers()
-
-    def _fire_timers(self) -> None:
-        if not self._timers:
-            return
-        if self.use_sim_time and self._sim_time is None:
-            return  # no /clock yet: time stands still, as in ROS 2
-        now = self._timer_clock()
-        for timer in list(self._timers):
-            if timer.cancelled or not timer._due(now):
-                continue
-            timer.last_deadline = timer._next
-            timer._advance(now)
-            timer.calls += 1
-            timer.callback()
-            if self._shutdown:
-                return
 
     def spin(self, until: Callable[[], bool] | None = None) -> None:
         self._check_alive()
@@ -652,7 +339,7 @@ class CycloneNode(Node):
             while not self._shutdown:
                 if until is not None and until():
                     return
-                self._spin_once(_MAX_WAIT_S)
+                self._executor.spin_once(_MAX_WAIT_S, self._stopped)
         finally:
             self._spinning = False
             if self._shutdown:
@@ -664,30 +351,23 @@ class CycloneNode(Node):
         if self._shutdown:
             return
         self._shutdown = True
-        try:
-            self._guard.set(True)
-        except DDSException:
-            pass
+        self._executor.wake()
         if not self._spinning:
             self._destroy()
 
     def _destroy(self) -> None:
         with self._destroy_lock:
-            if self._waitset is None:
+            if self._destroyed:
                 return
-            self._destroy_entities()
-
-    def _destroy_entities(self) -> None:
-        self._participant.graph.remove_node(self)
-        for sub in list(self._subscriptions):
-            sub.destroy()
-        for pub in self._publishers:
-            pub.destroy()
-        self._timers.clear()
-        self._publishers.clear()
-        self._waitset = None
-        self._guard = None
-        _release_participant(self._participant)
+            self._destroyed = True
+            self._participant.graph.remove_node(self)
+            for sub in list(self._subscriptions):
+                sub.destroy()
+            for pub in self._publishers:
+                pub.destroy()
+            self._publishers.clear()
+            self._executor.close()
+            release_participant(self._participant)
 
     def _check_alive(self) -> None:
         if self._shutdown:

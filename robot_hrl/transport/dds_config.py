@@ -1,5 +1,10 @@
 """Cyclone DDS configuration: a loopback-only profile for tests and single-machine runs.
 
+A stock ROS 2 on the same machine (Fast DDS, default settings) discovers a participant with this
+profile: it re-announces itself to the well-known unicast ports on 127.0.0.1 every
+:data:`SPDP_INTERVAL_S`. A ROS 2 on rmw_cyclonedds_cpp needs the same profile
+(``CYCLONEDDS_URI``), or the launcher's ``--network``.
+
 Cyclone DDS reads its configuration from the ``CYCLONEDDS_URI`` environment variable (a file
 URL or, as here, the XML itself) when a process first joins a domain. The loopback profile
 binds to 127.0.0.1, turns multicast off and finds peers by unicast on localhost, so parallel
@@ -17,6 +22,26 @@ import os
 
 from robot_hrl.msgs.rmw_dds_common import gid_size_for_distro
 from robot_hrl.transport.interface import TransportError
+
+RANGE_VARIABLE = "ROS_AUTOMATIC_DISCOVERY_RANGE"
+"""ROS 2 (Iron and later) reads discovery's reach from this variable: SUBNET (the default), LOCALHOST,
+OFF or SYSTEM_DEFAULT."""
+LOCALHOST_RANGE = "LOCALHOST"
+
+SPDP_INTERVAL_S = 1.0
+"""How often the loopback profile re-announces each participant to the unicast peers on 127.0.0.1
+(Cyclone DDS's default, 30 s, is for multicast discovery). A stock ROS 2 with Fast DDS, started
+later with its default settings, announces itself by multicast only, which a loopback participant
+does not hear; it hears this announcement on its well-known unicast port, answers, and both sides
+match within about this long."""
+
+HEARTBEAT_INTERVAL_S = 0.02
+"""How often a reliable writer of the loopback profile asks for acknowledgements while data is
+unacknowledged (Cyclone DDS's default: 100 ms). A sample written by a NEW writer right after it
+matched a remote reader may reach that reader before the reader has discovered the writer; it is
+dropped there and repaired after the next heartbeat. At 100 ms (and up to 2 intervals) that put
+the p99 of "/estop true from a new publisher -> motors off" at 170 ms; at 20 ms it is within the
+100 ms target (benchmarks/bench_estop.py). The cost is a few more small packets on loopback."""
 
 MAX_DOMAIN_ID = 232
 """The largest domain id whose UDP ports (7400 + 250 * id + ...) fit below 65536."""
@@ -63,8 +88,11 @@ def loopback_config(max_participants: int = 32) -> str:
         "<Discovery>"
         "<ParticipantIndex>auto</ParticipantIndex>"
         f"<MaxAutoParticipantIndex>{max_participants - 1}</MaxAutoParticipantIndex>"
+        f"<SPDPInterval>{SPDP_INTERVAL_S:g}s</SPDPInterval>"
         '<Peers><Peer address="127.0.0.1"/></Peers>'
         "</Discovery>"
+        f'<Internal><HeartbeatInterval minsched="{HEARTBEAT_INTERVAL_S * 1e3:g}ms">'
+        f"{HEARTBEAT_INTERVAL_S * 1e3:g}ms</HeartbeatInterval></Internal>"
         "</Domain></CycloneDDS>"
     )
 

@@ -45,7 +45,21 @@ SENSOR_QOS = QoS(Reliability.BEST_EFFORT, Durability.VOLATILE, depth=5)
 COMMAND_QOS = QoS(Reliability.RELIABLE, Durability.VOLATILE, depth=10)
 """Commands and subgoals: delivered in order."""
 LATCHED_QOS = QoS(Reliability.RELIABLE, Durability.TRANSIENT_LOCAL, depth=1)
-"""Plans and tasks: a late subscriber still gets the last one."""
+"""Plans and statuses a node publishes: a late subscriber still gets the last one."""
+INPUT_QOS = QoS(Reliability.RELIABLE, Durability.VOLATILE, depth=10)
+"""Subscriptions to what people and tools send (``/task``, ``/estop``, ``/subgoal``): ROS 2's default
+profile (reliable, volatile, keep last 10), so ``ros2 topic pub`` with its defaults is accepted. A
+volatile reader accepts volatile and transient-local writers alike; a transient-local reader would
+refuse every default-QoS publisher (incompatible durability)."""
+
+
+@dataclass(frozen=True)
+class EndpointInfo:
+    """A publisher or subscription seen on the domain (cf. rclpy's TopicEndpointInfo)."""
+
+    topic_name: str
+    topic_type: str
+    qos: QoS
 
 
 GLOBAL_TOPICS = frozenset({"/clock"})
@@ -54,7 +68,17 @@ GLOBAL_TOPICS = frozenset({"/clock"})
 
 class Publisher(abc.ABC):
     @abc.abstractmethod
-    def publish(self, msg: Any) -> None: ...
+    def publish(self, msg: Any) -> None:
+        """Publish a message of the publisher's class (:mod:`robot_hrl.msgs`)."""
+
+    @abc.abstractmethod
+    def publish_raw(self, cdr: bytes) -> None:
+        """Publish a message already serialized: its CDR bytes with the 4-byte encapsulation header
+        (what ``msg.serialize()`` gives, what a bag holds, what ``raw=True`` subscriptions receive)."""
+
+    @abc.abstractmethod
+    def get_subscription_count(self) -> int:
+        """The subscriptions matched with this publisher now (remote ones once discovery matched them)."""
 
 
 class Subscription(abc.ABC):

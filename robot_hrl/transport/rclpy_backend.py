@@ -3,8 +3,14 @@
 Nodes keep using :mod:`robot_hrl.msgs`; this backend converts to and from the generated ROS
 classes (``nav_msgs.msg.Odometry`` ...) field by field (:mod:`robot_hrl.transport.ros_conversion`).
 Parameters given to the constructor become rclpy parameter overrides (so ``use_sim_time``
-works as in any ROS 2 node), the Python logger of the interface also goes to ``/rosout``, and
-:meth:`RclpyNode.spin` runs the node's own single-threaded executor.
+works as in any ROS 2 node), the Python logger of the interface goes to the node's rcutils logger
+(console and ``/rosout``, one line per record: it no longer propagates to Python's root handlers
+while the node lives), and :meth:`RclpyNode.spin` runs the node's own single-threaded executor.
+
+The context is initialised without rclpy's signal handlers: the node executables handle SIGINT
+and SIGTERM themselves (:func:`robot_hrl.nodes.common.run_main`) and shut their nodes down in
+order; the last node shut down in a process shuts the context down, so no rcl thread outlives
+the interpreter.
 
 Importing this module needs rclpy; :func:`robot_hrl.transport.create_node` only imports it when
 rclpy is available.
@@ -22,11 +28,13 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node as _RosNode
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 
 from robot_hrl.msgs import MessageTypeError, ros_type_name
 from robot_hrl.transport.interface import (
     COMMAND_QOS,
     Durability,
+    EndpointInfo,
     Node,
     Publisher,
     QoS,
@@ -71,10 +79,7 @@ def _acquire_context(domain_id: int | None) -> None:
     global _CONTEXT_USERS, _WE_INITIALISED
     with _CONTEXT_LOCK:
         if not rclpy.ok():
-            if domain_id is not None:
-                rclpy.init(domain_id=domain_id)
-            else:
-                rclpy.init()
+            rclpy.init(domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
             _WE_INITIALISED = True
         _CONTEXT_USERS += 1
 
@@ -114,6 +119,7 @@ class RclpyPublisher(Publisher):
     def __init__(self, node: "RclpyNode", msg_type: type, topic: str, qos: QoS):
         self.msg_type = msg_type
         self.topic = topic
+        self._node = node
         self._ros_type = ros_type_name(msg_type)
         self._pub = node._node.create_publisher(rclpy_message_class(self._ros_type), topic, ros_qos(qos))
 
@@ -121,14 +127,24 @@ class RclpyPublisher(Publisher):
         if type(msg) is not self.msg_type:
             raise MessageTypeError(f"publisher on {self.topic} carries {self._ros_type}, "
                                    f"got {type(msg).__module__}.{type(msg).__name__}")
+        if self._pub is None:
+            raise TransportError(f"publisher on {self.topic} was destroyed (its node was shut down)")
         self._pub.publish(to_ros(msg, "rclpy"))
 
     def publish_raw(self, cdr: bytes) -> None:
         """Publish serialized CDR bytes (rclpy accepts them in place of a message)."""
+        if self._pub is None:
+            raise TransportError(f"publisher on {self.topic} was destroyed (its node was shut down)")
         self._pub.publish(bytes(cdr))
 
     def get_subscription_count(self) -> int:
-        return self._pub.get_subscription_count()
+        return 0 if self._pub is None else self._pub.get_subscription_count()
+
+    def destroy(self) -> None:
+        """Remove the publisher from the graph (its node lives on)."""
+        pub, self._pub = self._pub, None
+        if pub is not None and not self._node._destroyed:
+            self._node._node.destroy_publisher(pub)
 
 
 class RclpySubscription(Subscription):
@@ -214,16 +230,23 @@ class RclpyNode(Node):
             _release_context()
             raise
         self._logger.addHandler(_RosoutHandler(self._node.get_logger()))
+        self._propagated = self._logger.propagate
+        self._logger.propagate = False  # rcutils prints it (and sends it to /rosout): one line per record
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self._node)
         self._shutdown = False
         self._spinning = False
         self._destroyed = False
+        self._publishers: list[RclpyPublisher] = []
         self.dropped_samples = 0
 
     # ---- topics -------------------------------------------------------------------------------
     def create_publisher(self, msg_type: type, topic: str, qos: QoS = COMMAND_QOS) -> RclpyPublisher:
-        return RclpyPublisher(self, msg_type, self.resolve_topic(topic), qos)
+        if self._shutdown:
+            raise TransportError(f"node {self.name!r} was shut down")
+        pub = RclpyPublisher(self, msg_type, self.resolve_topic(topic), qos)
+        self._publishers.append(pub)
+        return pub
 
     def create_subscription(self, msg_type: type, topic: str, callback: Callable[[Any], None],
                             qos: QoS = COMMAND_QOS, *, raw: bool = False) -> RclpySubscription:
@@ -269,10 +292,15 @@ class RclpyNode(Node):
         return sorted((name, sorted(types)) for name, types in self._node.get_topic_names_and_types())
 
     def get_publishers_info_by_topic(self, topic: str):
-        from robot_hrl.transport.cyclonedds_backend import EndpointInfo
-
         return [EndpointInfo(topic, info.topic_type, our_qos(info.qos_profile))
                 for info in self._node.get_publishers_info_by_topic(topic)]
+
+    def get_subscriptions_info_by_topic(self, topic: str):
+        return [EndpointInfo(topic, info.topic_type, our_qos(info.qos_profile))
+                for info in self._node.get_subscriptions_info_by_topic(topic)]
+
+    def get_node_names_and_namespaces(self) -> list[tuple[str, str]]:
+        return self._node.get_node_names_and_namespaces()
 
     # ---- executor -----------------------------------------------------------------------------
     def spin_once(self, timeout_s: float = 0.0) -> None:
@@ -320,6 +348,9 @@ class RclpyNode(Node):
         for handler in list(self._logger.handlers):
             if isinstance(handler, _RosoutHandler):
                 self._logger.removeHandler(handler)
+        self._logger.propagate = self._propagated
+        for pub in self._publishers:
+            pub._pub = None  # destroyed with the node below
         self._executor.remove_node(self._node)
         self._executor.shutdown()
         self._node.destroy_node()

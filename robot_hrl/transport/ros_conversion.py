@@ -29,6 +29,9 @@ _NP = {"float64": np.float64, "float32": np.float32, "int8": np.int8, "uint8": n
 _ARRAY_CODES = {"float64": "d", "float32": "f", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
                 "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
 FLAVOURS = ("rclpy", "rosbags")
+PLACEHOLDER_FIELD = "structure_needs_at_least_one_member"
+"""The uint8 member rosidl gives an IDL struct without fields (``std_msgs/msg/Empty``): it is on the
+wire, in our classes and in rosbags' classes, but rclpy's generated class hides it. It is always 0."""
 
 
 def rclpy_message_class(ros_type: str) -> type:
@@ -52,7 +55,17 @@ def to_ros(msg: Any, flavour: str = "rclpy", resolve: Callable[[str], type] | No
 
 def _struct_to(msg, flavour, resolve):
     cls = resolve(ros_type_name(msg))
-    return cls(**{name: _to(kind, getattr(msg, name), flavour, resolve) for name, kind in message_fields(type(msg))})
+    return cls(**{name: _to(kind, getattr(msg, name), flavour, resolve) for name, kind in message_fields(type(msg))
+                  if name != PLACEHOLDER_FIELD or _has_field(cls, name)})
+
+
+def _has_field(cls, name: str) -> bool:
+    """Whether the ROS class ``cls`` takes the field ``name`` (rclpy lists its fields in
+    ``get_fields_and_field_types``; rosbags' dataclasses in ``__dataclass_fields__``)."""
+    fields = getattr(cls, "get_fields_and_field_types", None)
+    if fields is not None:
+        return name in fields()
+    return name in getattr(cls, "__dataclass_fields__", {name: None})
 
 
 def _to(kind, value, flavour, resolve):
@@ -79,7 +92,13 @@ def from_ros(obj: Any, cls: type | None = None) -> Any:
     by the object's ROS type name)."""
     if cls is None:
         cls = message_class(_ros_type_of(obj))
-    return cls(**{name: _from(kind, getattr(obj, name)) for name, kind in message_fields(cls)})
+    return cls(**{name: _from(kind, _field(obj, name)) for name, kind in message_fields(cls)})
+
+
+def _field(obj, name: str):
+    if name == PLACEHOLDER_FIELD and not hasattr(obj, name):
+        return 0  # rclpy's empty message (see PLACEHOLDER_FIELD)
+    return getattr(obj, name)
 
 
 def _ros_type_of(obj) -> str:

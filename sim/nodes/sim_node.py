@@ -35,6 +35,10 @@ from robot_hrl.transport.interface import COMMAND_QOS, SENSOR_QOS
 from robot_hrl.world import load_world
 
 
+SPIN_JOIN_S = 2.0
+"""How long the loop waits for the spin thread at shutdown (it checks its stop condition every 50 ms)."""
+
+
 class SimNode:
     """Wiring of :class:`sim.pybullet.PyBulletQuadrotorSim` to the graph; the loop is :meth:`run`."""
 
@@ -184,8 +188,23 @@ class SimNode:
         self._in_collision = bool(hit)
 
     def run(self, stop: threading.Event) -> None:
-        spinner = threading.Thread(target=self.node.spin, kwargs={"until": stop.is_set}, daemon=True)
+        """Step the world; a second thread spins the node (callbacks). Both end when ``stop`` is set
+        (SIGINT/SIGTERM) or ``max_sim_time_s`` is reached; the spinner is joined before this returns,
+        so the node is shut down by the thread that made it and no transport thread outlives the
+        interpreter (rclpy would abort with SIGABRT)."""
+        done = threading.Event()
+        spinner = threading.Thread(target=self.node.spin, kwargs={"until": lambda: stop.is_set() or done.is_set()},
+                                   name="sim_node spin", daemon=True)
         spinner.start()
+        try:
+            self._loop(stop)
+        finally:
+            done.set()
+            spinner.join(timeout=SPIN_JOIN_S)
+            if spinner.is_alive():
+                self.node.get_logger().error(f"the spin thread did not stop within {SPIN_JOIN_S:g} s")
+
+    def _loop(self, stop: threading.Event) -> None:
         lockstep = self.use_sim_time and bool(self.p["lockstep"])
         rtf = float(self.p["real_time_factor"])
         timeout = float(self.p["lockstep_timeout_s"])
