@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2, help="torch threads (the machine is shared: 1 or 2)")
     p.add_argument("--no-curriculum", action="store_true", help="every density from the start")
+    p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt (same skill)")
+    p.add_argument("--start-level", type=int, default=0, help="curriculum level to start at (0 sparse, 1 +medium, 2 +dense)")
     p.add_argument("--export", default=None, metavar="ONNX", help="export the final policy to this .onnx")
     return p
 
@@ -61,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     train_cfg = ppo_navigate_cfg()
     (run_dir / "train_cfg.json").write_text(json.dumps(train_cfg, indent=1))
     runner = OnPolicyRunner(env, train_cfg, log_dir=str(run_dir), device="cpu")
+    env.level = max(env.level, min(args.start_level, 2))
+    if args.resume:
+        runner.load(args.resume)
     start = time.perf_counter()
     done_it, chunk = 0, 10
     from tqdm import tqdm

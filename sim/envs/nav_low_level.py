@@ -10,9 +10,12 @@ step backend). Its own time-outs and out-of-bounds ends are switched off; the na
 environment ends episodes.
 
 The skill's observation is built from the SKILL'S contract (its ordered terms, with the torch
-twins of ``sim/envs/terms/observations.py`` and the goto environment's noise per term), not from
-the goto environment's own observation, so a skill with other terms runs as long as the
-simulator implements them (the skill's contract is checked against the robot and rate first).
+twins of ``sim/envs/terms/observations.py`` and the goto environment's noise per term), so a
+skill with other terms runs as long as the simulator implements them (the skill's contract is
+checked against the robot and rate first). When the skill's terms are exactly the goto
+environment's own (today's skill), the observation the goto step returns is the same function of
+the same state and is reused between subgoal changes (one full build per decision, then the
+step's own; tests/test_navigate_env.py checks the two agree).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class SkillDrivenQuadrotor:
         self.step_dt_s = self.env.step_dt
         self.skill_last_action = torch.zeros((num_envs, skill.action_size), device=device)
         self.robot = self.env.robot
+        self.reuse_env_observation = tuple(self.terms) == tuple(self.env.observation_terms)
+        self._env_obs: torch.Tensor | None = None
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -88,12 +93,21 @@ class SkillDrivenQuadrotor:
                   "angular_velocity_b": env.angular_velocity_b, "subgoal_w": subgoal_w, "last_action": self.skill_last_action}
         return obs_terms.compute_observation(self.terms, inputs, self.noise_std, self.generator)
 
+    def new_subgoal(self) -> None:
+        """The subgoal changed: the next step builds the observation from the contract."""
+        self._env_obs = None
+
     @torch.no_grad()
     def step(self, subgoal_w: torch.Tensor) -> torch.Tensor:
         """One control period of the skill towards ``subgoal_w`` (N, 3); returns the goto env's crash ends (N,) bool."""
-        actions = self.skill(self.skill_observation(subgoal_w))
-        self.env.goal_w[:] = subgoal_w
-        _, _, dones, _ = self.env.step(actions)
+        if self._env_obs is None:
+            obs = self.skill_observation(subgoal_w)
+            self.env.goal_w[:] = subgoal_w
+        else:
+            obs = self._env_obs
+        actions = self.skill(obs)
+        out, _, dones, _ = self.env.step(actions)
+        self._env_obs = out["policy"] if self.reuse_env_observation else None
         self.skill_last_action = actions
         crashed = dones.bool()
         if crashed.any():
@@ -116,3 +130,4 @@ class SkillDrivenQuadrotor:
         env.last_action[ids] = 0.0
         env.episode_length_buf[ids] = 0
         self.skill_last_action[ids] = 0.0
+        self._env_obs = None

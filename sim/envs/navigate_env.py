@@ -123,6 +123,7 @@ class NavigateEnv(VecEnv):
         yaw = yaw_from_quat(low.quat_wxyz)
         self.subgoal_w = torch.cat((low.position_w[:, :2] + yaw_to_world(a, yaw),
                                     torch.full((self.num_envs, 1), self.cfg.flight_height_m, device=self.device)), dim=-1)
+        low.new_subgoal()
         ended = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         success = torch.zeros_like(ended)
         collided = torch.zeros_like(ended)
@@ -135,7 +136,7 @@ class NavigateEnv(VecEnv):
         for k in range(self.low_steps):
             ground |= low.step(self.subgoal_w)
             if (k + 1) % self.cfg.check_every_steps and k + 1 < self.low_steps:
-                continue  # (collisions and the goal are checked every few control steps: ~2 cm of flight at 1 m/s)
+                continue  # (collisions and the goal are checked every few control steps: ~4 cm of flight at 1 m/s)
             p = low.position_w
             live = ~ended
             self.path_length_m += torch.where(live, (p - prev).norm(dim=-1), torch.zeros_like(self.path_length_m))

@@ -43,7 +43,7 @@ class NavigateEnvCfg:
     max_offset_fraction: float = 1.0
     """Subgoal offset radius as a fraction of the skill's subgoal radius (<= 1: the adjacency constraint)."""
     flight_height_m: float = 1.0
-    check_every_steps: int = 2
+    check_every_steps: int = 4
     """Collisions and the goal are checked every this many control steps."""
     rays_per_sensor: int = 5
     """Rays that sample each ranger's cone."""
