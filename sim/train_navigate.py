@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     (run_dir / "navigate_contract.json").write_text(env.contract.to_json())
     train_cfg = ppo_navigate_cfg()
     (run_dir / "train_cfg.json").write_text(json.dumps(train_cfg, indent=1))
+    import dataclasses
+    (run_dir / "navigate_env_cfg.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
     runner = OnPolicyRunner(env, train_cfg, log_dir=str(run_dir), device="cpu")
     env.level = max(env.level, min(args.start_level, 2))
     if args.resume:
