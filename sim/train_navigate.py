@@ -80,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         done_it += n
         bar.update(n)
         bar.set_postfix(level=env.level)
-        runner.save(str(run_dir / f"model_{done_it}.pt"))
+        runner.save(str(run_dir / f"model_{runner.current_learning_iteration}.pt"))
     bar.close()
     wall = time.perf_counter() - start
-    summary = {"iterations": done_it, "training_wall_s": wall, "setup_s": setup_s, "num_envs": args.num_envs,
+    summary = {"iterations": done_it, "total_iterations": runner.current_learning_iteration, "resumed_from": args.resume, "training_wall_s": wall, "setup_s": setup_s, "num_envs": args.num_envs,
                "decisions": done_it * train_cfg["num_steps_per_env"] * args.num_envs, "final_level": env.level,
                "skill": args.skill, "skill_sha256": env.skill.sha256, "command": " ".join(sys.argv)}
     (run_dir / "train_summary.json").write_text(json.dumps(summary, indent=1))
