@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from robot_hrl.planning import PlannerConfig, SymbolicPlanner
+from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.world.rooms import Room
 from sim.envs.terms.navigate_observations import world_to_yaw, yaw_from_quat
 
@@ -63,11 +64,12 @@ class SymbolicCarrot:
     """The symbolic planner's plan on each room's full map, followed by a carrot inside the subgoal radius."""
 
     def __init__(self, rooms: list[Room], max_offset_m: float, lookahead_m: float = 0.5, subgoal_radius_m: float = 1.0,
-                 safety_margin_m: float = 0.25):
+                 safety_margin_m: float = 0.25, robot_radius_m: float | None = None):
         self.max_offset_m, self.lookahead_m = float(max_offset_m), float(lookahead_m)
         self.paths, self.lengths = [], []
         for room in rooms:
-            planner = SymbolicPlanner(room.world, subgoal_radius_m, PlannerConfig(safety_margin_m=safety_margin_m))
+            config = PlannerConfig(robot_radius_m=robot_radius_m or CRAZYFLIE_2X.collision_radius_m, safety_margin_m=safety_margin_m)
+            planner = SymbolicPlanner(room.world, subgoal_radius_m, config)
             leg = planner.leg(np.array(room.start_w), np.array(room.goal_w))
             if leg is None:
                 leg = np.array([room.start_w, room.goal_w])

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from robot_hrl.errors import WorldError
-from robot_hrl.planning import SymbolicPlanner, load_map
+from robot_hrl.planning import PlannerConfig, SymbolicPlanner, load_map
+from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.planning.grid import FlightGrid
 from robot_hrl.planning.search import line_of_sight
 from robot_hrl.world import load_world
@@ -68,7 +69,8 @@ def test_saved_room_works_with_the_planner_and_its_map(tmp_path):
     task = load_room_task(path)
     assert task["goal_w"] == list(room.goal_w) and task["split"] == "eval"
     # the symbolic planner, on the map file alone and on the world, finds a collision-free path
-    for planner in (SymbolicPlanner.from_file(path, 1.0), SymbolicPlanner(world, 1.0)):
+    config = PlannerConfig(robot_radius_m=CRAZYFLIE_2X.collision_radius_m)
+    for planner in (SymbolicPlanner.from_file(path, 1.0, config), SymbolicPlanner(world, 1.0, config)):
         leg = planner.leg(np.array(room.start_w), np.array(room.goal_w))
         assert leg is not None
         dense = np.concatenate([np.linspace(a, b, 20) for a, b in zip(leg[:-1], leg[1:])])

@@ -29,7 +29,7 @@ import numpy as np
 import yaml
 
 from robot_hrl.errors import WorldError
-from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.robots import get_robot
 from robot_hrl.world.world import Bounds, Obstacle, World
 
 EVAL_SEED_START = 1_000_000_000
@@ -73,10 +73,16 @@ class RoomCfg:
     """Start and goal keep this far from every obstacle."""
     grid_resolution_m: float = 0.1
     """Cell size of the solvability search."""
-    inflation_m: float = CRAZYFLIE_2X.collision_radius_m + 0.10
-    """Obstacles are grown by this for the solvability search (robot radius + the planner's margin)."""
+    robot: str = "crazyflie_2x"
+    """The robot the rooms are drawn for (``robot_hrl.robots``): its collision radius sizes the search."""
+    planner_margin_m: float = 0.10
+    """Obstacles are grown by the robot's collision radius plus this for the solvability search."""
     max_tries: int = 200
     """Draws per room before giving up (a room that cannot be made solvable is an error)."""
+
+    @property
+    def inflation_m(self) -> float:
+        return get_robot(self.robot).collision_radius_m + self.planner_margin_m
 
 
 @dataclass(frozen=True)
