@@ -62,7 +62,7 @@ class RoomPool:
                 lower[i, j], upper[i, j], valid[i, j] = o.lower, o.upper, True
         blocked, shapes = [], set()
         for r in rooms:
-            infl = r.cfg.inflation_m - 0.10 if inflation_m is None else inflation_m
+            infl = r.cfg.inflation_m - r.cfg.planner_margin_m if inflation_m is None else inflation_m  # the robot radius
             grid = FlightGrid(r.world, FIELD_RESOLUTION_M, max(infl, 0.0))
             blocked.append(grid.blocked(r.start_w[2], r.start_w[2]))
             shapes.add(blocked[-1].shape)
