@@ -200,11 +200,11 @@ def plot_results(results: dict, out_dir: Path, title: str) -> Path:
         vals = [by.get(d, {}).get("success_rate", 0.0) for d in DENSITY_NAMES]
         ax.bar(np.arange(3) + k * width, vals, width, label=name)
     ax.set_xticks(np.arange(3) + width * (len(names) - 1) / 2, DENSITY_NAMES)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.25)
     ax.axhline(0.9, color="k", lw=0.8, ls="--")
     ax.set_ylabel("success rate")
     ax.set_title(title)
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="upper center", fontsize=8, ncol=len(names))
     path = out_dir / (title.replace(" ", "_").replace(":", "") + ".png")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
