@@ -49,13 +49,14 @@ class BatteryState(IdlStruct, typename=dds_typename("sensor_msgs/msg/BatteryStat
     serial_number: str = ""
 
 
-@register
 @dataclass
 class Range(IdlStruct, typename=dds_typename("sensor_msgs/msg/Range")):
     """A single range reading (REP 117: +inf = no target within max_range, -inf = below min_range).
 
-    The layout of ROS 2 up to Humble (and of the other types here). Jazzy appended
-    ``float32 variance``: :class:`RangeJazzy`; :func:`range_class_for_distro` picks one."""
+    The layout of ROS 2 up to Iron. Jazzy appended ``float32 variance``: :class:`RangeJazzy`.
+    The two layouts share one type name, so neither is in ``message_class()`` (as the
+    rmw_dds_common graph types): :func:`range_class_for_distro` picks the one of the ROS 2
+    distribution on the graph (``ROS_DISTRO``)."""
 
     ULTRASOUND = 0
     INFRARED = 1
