@@ -40,7 +40,7 @@ from robot_hrl.msgs.rmw_dds_common import (  # the ROS 2 graph (ros_discovery_in
     ParticipantEntitiesInfoHumble,
 )
 from robot_hrl.msgs.rosgraph_msgs import Clock
-from robot_hrl.msgs.sensor_msgs import BatteryState, Image
+from robot_hrl.msgs.sensor_msgs import BatteryState, Image, Range, RangeJazzy, range_class_for_distro
 from robot_hrl.msgs.std_msgs import Bool, Empty, Float32, Header, String
 from robot_hrl.msgs.conversions import (  # noqa: E402  (after the types it converts)
     array_from_image,
@@ -57,8 +57,8 @@ __all__ = [
     "GidHumble", "Header", "Image", "KeyValue", "MessageTypeError", "NodeEntitiesInfo", "NodeEntitiesInfoHumble",
     "Odometry", "ParticipantEntitiesInfo", "ParticipantEntitiesInfoHumble", "Path", "Point", "PointStamped", "Pose",
     "PoseStamped",
-    "PoseWithCovariance", "Quaternion", "String", "Time", "Twist", "TwistStamped", "TwistWithCovariance", "Vector3",
+    "PoseWithCovariance", "Quaternion", "Range", "RangeJazzy", "String", "Time", "Twist", "TwistStamped", "TwistWithCovariance", "Vector3",
     "Wrench", "WrenchStamped", "all_message_classes", "array_from_image", "dds_typename", "header",
-    "image_from_array", "message_class", "odometry_from_state", "ros_type_from_dds", "ros_type_name",
+    "image_from_array", "message_class", "odometry_from_state", "range_class_for_distro", "ros_type_from_dds", "ros_type_name",
     "seconds_from_time", "state_from_odometry", "time_from_seconds",
 ]

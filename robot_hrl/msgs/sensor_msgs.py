@@ -1,4 +1,4 @@
-"""sensor_msgs/msg: Image, BatteryState."""
+"""sensor_msgs/msg: Image, BatteryState, Range."""
 
 # No `from __future__ import annotations`: cyclonedds resolves the field types at runtime.
 
@@ -47,6 +47,50 @@ class BatteryState(IdlStruct, typename=dds_typename("sensor_msgs/msg/BatteryStat
     cell_temperature: t.sequence[t.float32] = field(default_factory=list)
     location: str = ""
     serial_number: str = ""
+
+
+@dataclass
+class Range(IdlStruct, typename=dds_typename("sensor_msgs/msg/Range")):
+    """A single range reading (REP 117: +inf = no target within max_range, -inf = below min_range).
+
+    The layout of ROS 2 up to Iron. Jazzy appended ``float32 variance``: :class:`RangeJazzy`.
+    The two layouts share one type name, so neither is in ``message_class()`` (as the
+    rmw_dds_common graph types): :func:`range_class_for_distro` picks the one of the ROS 2
+    distribution on the graph (``ROS_DISTRO``)."""
+
+    ULTRASOUND = 0
+    INFRARED = 1
+    header: Header = field(default_factory=Header)
+    radiation_type: t.uint8 = 0
+    field_of_view: t.float32 = 0.0
+    min_range: t.float32 = 0.0
+    max_range: t.float32 = 0.0
+    range: t.float32 = 0.0
+
+
+@dataclass
+class RangeJazzy(IdlStruct, typename=dds_typename("sensor_msgs/msg/Range")):
+    """``sensor_msgs/msg/Range`` from Jazzy on: Humble's fields, then ``variance`` (m^2, 0 = unknown).
+    Not in ``message_class()`` (one class per type name there); see :func:`range_class_for_distro`."""
+
+    ULTRASOUND = 0
+    INFRARED = 1
+    header: Header = field(default_factory=Header)
+    radiation_type: t.uint8 = 0
+    field_of_view: t.float32 = 0.0
+    min_range: t.float32 = 0.0
+    max_range: t.float32 = 0.0
+    range: t.float32 = 0.0
+    variance: t.float32 = 0.0
+
+
+_DISTROS_WITHOUT_RANGE_VARIANCE = ("foxy", "galactic", "humble", "iron")
+
+
+def range_class_for_distro(distro: str | None) -> type:
+    """The Range class of a ROS 2 distribution name (``ROS_DISTRO``): :class:`Range` up to Iron,
+    :class:`RangeJazzy` (with ``variance``) for jazzy, kilted, rolling and unset."""
+    return Range if (distro or "").strip().lower() in _DISTROS_WITHOUT_RANGE_VARIANCE else RangeJazzy
 
 
 class _Uint8SequenceAsBytes(BytesMachine):

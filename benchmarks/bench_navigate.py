@@ -1,0 +1,104 @@
+"""Figures of the learned navigation level (issue 19): success by density for the three planners, in the
+batched simulator and in PyBullet, and the level's inference time per decision.
+
+    python benchmarks/bench_navigate.py --model runs/navigate/crazyflie_navigate.onnx --rooms 50 --pybullet-rooms 10
+
+Held-out rooms (evaluation seeds). Prints a table, writes --out (JSON) and PNG plots next to it.
+Training wall time is read from the run's train_summary.json when --run-dir is given.
+The machine is shared: the 1-min load average is printed next to every timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def load1() -> float:
+    return os.getloadavg()[0]
+
+
+def inference_time_us(session, n_obs: int, repeats: int = 2000) -> dict:
+    x = np.random.default_rng(0).normal(size=(1, n_obs)).astype(np.float32)
+    for _ in range(50):
+        session.run(None, {"obs": x})
+    t = []
+    for _ in range(repeats):
+        s = time.perf_counter()
+        session.run(None, {"obs": x})
+        t.append(time.perf_counter() - s)
+    t = np.array(t) * 1e6
+    return {"p50_us": float(np.percentile(t, 50)), "p99_us": float(np.percentile(t, 99)), "load1": load1()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python benchmarks/bench_navigate.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="runs/navigate/crazyflie_navigate.onnx")
+    p.add_argument("--skill", default="models/crazyflie_goto.onnx")
+    p.add_argument("--run-dir", default=None, help="the training run (for its wall time)")
+    p.add_argument("--rooms", type=int, default=50, help="held-out rooms per density, batched simulator")
+    p.add_argument("--pybullet-rooms", type=int, default=10, help="held-out rooms per density, PyBullet (0: skip)")
+    p.add_argument("--out", default="runs/bench_navigate/bench_navigate.json")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    import torch
+
+    from robot_hrl.world.rooms import generate_room, room_seeds
+    from sim.evaluate_navigate import (
+        DENSITY_NAMES, batched_planners, evaluate_batched, evaluate_pybullet, load_learned, plot_results,
+    )
+    from sim.navigate_baselines import reactive_potential_field
+
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)
+    contract, session = load_learned(args.model, args.skill)
+    out: dict = {"model": args.model, "inference": inference_time_us(session, contract.observation_size)}
+    if args.run_dir and (Path(args.run_dir) / "train_summary.json").is_file():
+        out["training"] = json.loads((Path(args.run_dir) / "train_summary.json").read_text())
+    rooms = [generate_room(d, s, "eval") for d in DENSITY_NAMES for s in room_seeds("eval", args.rooms)]
+    t = time.perf_counter()
+    out["batched"] = evaluate_batched(batched_planners(session, rooms), rooms, args.skill)
+    out["batched_wall_s"], out["batched_load1"] = time.perf_counter() - t, load1()
+    out_dir = Path(args.out).parent
+    plots = [str(plot_results(out["batched"], out_dir, "navigate batched: success by density"))]
+    if args.pybullet_rooms > 0:
+        pb_rooms = [generate_room(d, s, "eval") for d in DENSITY_NAMES for s in room_seeds("eval", args.pybullet_rooms)]
+        planners = {"learned": lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0],
+                    "reactive": lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()}
+        t = time.perf_counter()
+        out["pybullet"] = evaluate_pybullet(planners, pb_rooms, args.skill)
+        out["pybullet_wall_s"], out["pybullet_load1"] = time.perf_counter() - t, load1()
+        plots.append(str(plot_results(out["pybullet"], out_dir, "navigate pybullet: success by density")))
+    for sim in ("batched", "pybullet"):
+        for name, r in out.get(sim, {}).items():
+            for d in DENSITY_NAMES:
+                s = r["by_density"].get(d)
+                if s:
+                    print(f"| {sim} | {name} | {d} | {s['episodes']} | {s['success_rate']:.3f} | {s['collision_rate']:.3f} | "
+                          f"{s['mean_time_to_goal_s'] if s['mean_time_to_goal_s'] is None else round(s['mean_time_to_goal_s'], 1)} | "
+                          f"{s['mean_path_length_ratio'] if s['mean_path_length_ratio'] is None else round(s['mean_path_length_ratio'], 2)} |")
+    inf = out["inference"]
+    print(f"level inference (onnxruntime, 1 observation): p50 {inf['p50_us']:.1f} us, p99 {inf['p99_us']:.1f} us (load {inf['load1']:.1f})")
+    if "training" in out:
+        tr = out["training"]
+        print(f"training: {tr['iterations']} iterations, {tr['decisions']} decisions, {tr['training_wall_s']:.0f} s wall")
+    for e in ("batched", "pybullet"):
+        for r in out.get(e, {}).values():
+            r.pop("episodes", None)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1))
+    print("wrote", args.out, *plots)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Export a trained ``navigate`` level (sim/train_navigate.py run) to ONNX with its contract.
+
+The same graph and checks as the goto export (``deploy/onnx_export/exporter.py``: the actor's
+deterministic path with its normalization, clipped to [-1, 1], checked against onnxruntime),
+with the navigate contract (``robot_hrl.contract.navigate``) under the contract metadata key.
+
+    python -m deploy.onnx_export.navigate runs/navigate --out models/crazyflie_navigate.onnx
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import torch
+
+from deploy.onnx_export.actor import ExportableActor
+from deploy.onnx_export.errors import ExportError
+from deploy.onnx_export.exporter import _torch_to_onnx, _write_metadata
+from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
+
+
+def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-5) -> Path:
+    from rsl_rl.runners import OnPolicyRunner  # noqa: F401  (the checkpoint's classes)
+
+    run_dir, out = Path(run_dir), Path(out)
+    contract_path = run_dir / "navigate_contract.json"
+    if not contract_path.is_file():
+        raise ExportError(f"{run_dir} has no navigate_contract.json; give a run directory of sim/train_navigate.py")
+    contract = NavigateContract.from_json(contract_path.read_text())
+    checkpoints = sorted(run_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+    if not checkpoints:
+        raise ExportError(f"{run_dir} has no model_*.pt checkpoint; train first")
+    actor = torch.load(checkpoints[-1], map_location="cpu", weights_only=False)
+    from sim.agents.ppo_navigate import ppo_navigate_cfg
+    from rsl_rl.models import MLPModel  # noqa: F401
+    state = actor["actor_state_dict"]
+    cfg = json.loads((run_dir / "train_cfg.json").read_text())
+    obs = {"policy": torch.zeros(1, contract.observation_size)}
+    from tensordict import TensorDict
+    from rsl_rl.runners.on_policy_runner import OnPolicyRunner as _R  # noqa: F401
+    from rsl_rl.models import MLPModel as Model
+    model = Model(TensorDict(obs, batch_size=[1]), {"actor": ["policy"]}, "actor", 2, **{k: v for k, v in cfg["actor"].items() if k != "class_name"})
+    model.load_state_dict(state)
+    module = ExportableActor(model)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _torch_to_onnx(module, out)
+    metadata = {NAVIGATE_METADATA_KEY: contract.to_json(),
+                "robot_hrl.provenance.checkpoint": json.dumps({"file": checkpoints[-1].name, "run_dir": str(run_dir)}),
+                "robot_hrl.provenance.export": json.dumps({"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                                                           "torch": torch.__version__})}
+    if (run_dir / "eval.json").is_file():
+        metadata["robot_hrl.provenance.eval"] = (run_dir / "eval.json").read_text()
+    _write_metadata(out, metadata, "robot_hrl navigate level: goal, ranges, velocity, last subgoal -> next subgoal offset")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(512, contract.observation_size)).astype(np.float32)
+    with torch.no_grad():
+        ref = module(torch.from_numpy(x)).numpy()
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"obs": x})[0]
+    err = float(np.max(np.abs(ref - got)))
+    if err > tolerance:
+        raise ExportError(f"onnxruntime differs from torch by {err:.2e} (> {tolerance}); the export is broken")
+    out.with_name(out.name + ".sha256").write_text(f"{hashlib.sha256(out.read_bytes()).hexdigest()}  {out.name}\n")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deploy.onnx_export.navigate",
+                                     description="Export a trained navigate level (a sim/train_navigate.py run directory) "
+                                                 "to ONNX with its navigate contract and a .sha256.")
+    parser.add_argument("run_dir")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    try:
+        path = export_navigate(args.run_dir, args.out)
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

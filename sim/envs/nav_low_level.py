@@ -1,0 +1,133 @@
+"""The low level of the navigation environment: the goto environment's physics flown by a frozen goto skill.
+
+Everything the navigation environment asks of ``GotoEnv`` goes through this one class, so a change
+of the goto environment (step backends, the actuator chain) is a change here only. What it uses of
+``GotoEnv``: its constructor and config, ``step(actions)`` (the returned ``dones`` are the goto
+environment's own crash ends: ground contact), and the state attributes ``position_w``,
+``quat_wxyz``, ``linear_velocity_w``, ``angular_velocity_b``, ``rotor_rpm``, ``goal_w``,
+``last_action`` and ``episode_length_buf`` (indexed writes go through to the state on every
+step backend). Its own time-outs and out-of-bounds ends are switched off; the navigation
+environment ends episodes.
+
+The skill's observation is built from the SKILL'S contract (its ordered terms, with the torch
+twins of ``sim/envs/terms/observations.py`` and the goto environment's noise per term), so a
+skill with other terms runs as long as the simulator implements them (the skill's contract is
+checked against the robot and rate first). When the skill's terms are exactly the goto
+environment's own (today's skill), the observation the goto step returns is the same function of
+the same state and is reused between subgoal changes (one full build per decision, then the
+step's own; tests/test_navigate_env.py checks the two agree).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from robot_hrl.errors import ContractError
+from sim.envs.frozen_skill import FrozenSkill
+from sim.envs.goto_env import GotoEnv
+from sim.envs.goto_env_cfg import GotoEnvCfg
+from sim.envs.terms import observations as obs_terms
+
+NEVER_M = 1.0e6
+"""Distance/time standing for 'never' in the goto environment's own termination settings."""
+
+
+def _native_available() -> bool:
+    import shutil
+
+    return shutil.which("gcc") is not None or shutil.which("cc") is not None
+
+
+class SkillDrivenQuadrotor:
+    """N quadrotors, each flown to its subgoal by the frozen skill."""
+
+    def __init__(self, skill: FrozenSkill, num_envs: int, device: str | torch.device = "cpu", seed: int = 0,
+                 randomize: bool = True, native: bool | None = None, episode_length_s: float = 1.0e4):
+        cfg = GotoEnvCfg()
+        cfg.randomization.enabled = bool(randomize)
+        cfg.randomization.motor_time_constant_train_range_s = None
+        cfg.curriculum.enabled = False
+        cfg.command.episode_length_s = float(episode_length_s)
+        cfg.command.subgoal_radius_m = skill.contract.subgoal_radius_m
+        cfg.command.control_rate_hz = skill.contract.control_rate_hz
+        cfg.terminations.out_of_bounds_distance_m = NEVER_M
+        cfg.terminations.ceiling_m = NEVER_M
+        cfg.physics.native = _native_available() if native is None and str(device) == "cpu" else bool(native)
+        self.env = GotoEnv(cfg.validate(), num_envs=num_envs, device=device, seed=seed)
+        self.skill = skill.to(device)
+        problems = skill.contract.mismatches(self.env.robot, control_rate_hz=self.env.contract.control_rate_hz)
+        if skill.contract.action != self.env.contract.action:
+            problems.append("action mapping: the skill's contract maps actions differently from the simulator's robot")
+        if problems:
+            raise ContractError(f"the skill {skill.path.name} does not fit the simulated robot: " + "; ".join(problems))
+        obs_terms.check_terms(skill.contract.observations)
+        self.terms = skill.contract.observations
+        noise = cfg.randomization.observation_noise
+        self.noise_std = {f.name: float(getattr(noise, f.name)) for f in dataclasses.fields(noise)} if randomize else None
+        self.generator = torch.Generator(device=device).manual_seed(seed + 1)
+        self.num_envs, self.device = int(num_envs), torch.device(device)
+        self.step_dt_s = self.env.step_dt
+        self.skill_last_action = torch.zeros((num_envs, skill.action_size), device=device)
+        self.robot = self.env.robot
+        self.reuse_env_observation = tuple(self.terms) == tuple(self.env.observation_terms)
+        self._env_obs: torch.Tensor | None = None
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def position_w(self) -> torch.Tensor:
+        return self.env.position_w
+
+    @property
+    def quat_wxyz(self) -> torch.Tensor:
+        return self.env.quat_wxyz
+
+    @property
+    def linear_velocity_w(self) -> torch.Tensor:
+        return self.env.linear_velocity_w
+
+    def skill_observation(self, subgoal_w: torch.Tensor) -> torch.Tensor:
+        env = self.env
+        inputs = {"position_w": env.position_w, "quat_wxyz": env.quat_wxyz, "linear_velocity_w": env.linear_velocity_w,
+                  "angular_velocity_b": env.angular_velocity_b, "subgoal_w": subgoal_w, "last_action": self.skill_last_action}
+        return obs_terms.compute_observation(self.terms, inputs, self.noise_std, self.generator)
+
+    def new_subgoal(self) -> None:
+        """The subgoal changed: the next step builds the observation from the contract."""
+        self._env_obs = None
+
+    @torch.no_grad()
+    def step(self, subgoal_w: torch.Tensor) -> torch.Tensor:
+        """One control period of the skill towards ``subgoal_w`` (N, 3); returns the goto env's crash ends (N,) bool."""
+        if self._env_obs is None:
+            obs = self.skill_observation(subgoal_w)
+            self.env.goal_w[:] = subgoal_w
+        else:
+            obs = self._env_obs
+        actions = self.skill(obs)
+        out, _, dones, _ = self.env.step(actions)
+        self._env_obs = out["policy"] if self.reuse_env_observation else None
+        self.skill_last_action = actions
+        crashed = dones.bool()
+        if crashed.any():
+            self.skill_last_action = torch.where(crashed[:, None], torch.zeros_like(actions), actions)
+        return crashed
+
+    def place(self, ids: torch.Tensor, position_w: torch.Tensor, yaw: torch.Tensor) -> None:
+        """Put environments ``ids`` at rest, level, at ``position_w`` (n, 3) facing ``yaw`` (n,), rotors at hover."""
+        env, n = self.env, int(ids.numel())
+        if n == 0:
+            return
+        zeros = torch.zeros((n, 3), device=self.device)
+        quat = torch.stack((torch.cos(yaw / 2), torch.zeros_like(yaw), torch.zeros_like(yaw), torch.sin(yaw / 2)), dim=-1)
+        env.position_w[ids] = position_w
+        env.quat_wxyz[ids] = quat
+        env.linear_velocity_w[ids] = zeros
+        env.angular_velocity_b[ids] = zeros
+        env.rotor_rpm[ids] = float(self.robot.hover_rpm)
+        env.goal_w[ids] = position_w
+        env.last_action[ids] = 0.0
+        env.episode_length_buf[ids] = 0
+        self.skill_last_action[ids] = 0.0
+        self._env_obs = None

@@ -1,0 +1,63 @@
+"""Configuration of the ``navigate`` environment: a learned high level over the frozen goto skill."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class NavigateRewardsCfg:
+    progress_weight: float = 1.0
+    """Per metre of geodesic distance to the goal gained in a decision (potential-based shaping)."""
+    success_reward: float = 10.0
+    collision_penalty: float = -10.0
+    time_penalty: float = -0.02
+    """Per decision."""
+    proximity_weight: float = -1.0
+    """Times how far the nearest horizontal obstacle (true distance) is inside ``proximity_m``."""
+    proximity_m: float = 0.5
+
+
+@dataclass
+class NavigateCurriculumCfg:
+    enabled: bool = True
+    """Obstacle density in levels (sparse, then medium, then dense); False: every density from the start."""
+    promote_success_rate: float = 0.8
+    """Rolling success of the episodes at the highest unlocked density that unlocks the next one."""
+    window_episodes: int = 400
+    """Episodes in the rolling success window."""
+    top_level_share: float = 0.6
+    """Share of resets at the highest unlocked density (the rest uniform over the lower ones)."""
+
+
+@dataclass
+class NavigateEnvCfg:
+    skill_path: str = "models/crazyflie_goto.onnx"
+    """The frozen goto skill (exported ONNX with its contract)."""
+    decision_rate_hz: float = 2.0
+    """High-level decisions per second; the skill flies each subgoal for control_rate / this steps."""
+    episode_length_s: float = 30.0
+    """Time limit of an episode."""
+    goal_tolerance_m: float = 0.3
+    """Success: within this of the goal (3-D)."""
+    max_offset_fraction: float = 1.0
+    """Subgoal offset radius as a fraction of the skill's subgoal radius (<= 1: the adjacency constraint)."""
+    flight_height_m: float = 1.0
+    check_every_steps: int = 4
+    """Collisions and the goal are checked every this many control steps."""
+    rays_per_sensor: int = 5
+    """Rays that sample each ranger's cone."""
+    range_noise: bool = True
+    randomize: bool = True
+    """The goto environment's domain randomization (mass, motors, latency, disturbances, observation noise)."""
+    random_yaw: bool = True
+    """Start yaw uniform in [-pi, pi] (the rangers turn with the body); False: yaw 0."""
+    rooms_per_density: int = 300
+    """Training rooms per density (seeds 0..n-1 of the training split)."""
+    room_split: str = "train"
+    room_seed_offset: int = 0
+    densities: tuple[str, ...] = ("sparse", "medium", "dense")
+    native: bool | None = None
+    """The goto environment's native C step (None: when a C compiler is there)."""
+    rewards: NavigateRewardsCfg = field(default_factory=NavigateRewardsCfg)
+    curriculum: NavigateCurriculumCfg = field(default_factory=NavigateCurriculumCfg)

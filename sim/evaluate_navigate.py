@@ -1,0 +1,264 @@
+"""Evaluate map-free navigation on held-out rooms: the learned level, a reactive baseline, the symbolic upper bound.
+
+    python sim/evaluate_navigate.py --model runs/navigate/crazyflie_navigate.onnx --rooms 50 --json eval.json --plots plots/
+    python sim/evaluate_navigate.py --model ... --sim pybullet --rooms 10
+
+Rooms are the evaluation split (seeds from robot_hrl.world.rooms.EVAL_SEED_START, never used in
+training), ``--rooms`` per density. Each planner flies each room once, from the same start, with the
+frozen goto skill under every subgoal. Reported per density: success (within 0.3 m of the goal
+before the time limit), collisions, time to goal (successful runs), path length ratio against the
+symbolic planner's plan on the full map, and the learned level's inference time per decision.
+The learned level runs through onnxruntime from its exported file (not the training code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+DENSITY_NAMES = ("sparse", "medium", "dense")
+
+
+def load_learned(path: str | Path, skill_path: str | Path):
+    """The exported level as a batched callable (onnxruntime), after checking it fits the goto skill."""
+    import onnxruntime as ort
+
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
+    from robot_hrl.runtime import read_model_metadata
+    from sim.envs.frozen_skill import FrozenSkill
+
+    meta = read_model_metadata(path)
+    contract = NavigateContract.from_json(meta.get(NAVIGATE_METADATA_KEY))
+    skill = FrozenSkill(skill_path)
+    contract.check_lower_skill(skill.contract, skill.sha256)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return contract, session
+
+
+def _summaries(records: list[dict]) -> dict:
+    out = {}
+    for d in DENSITY_NAMES:
+        rs = [r for r in records if r["density"] == d]
+        if not rs:
+            continue
+        ok = [r for r in rs if r["success"]]
+        out[d] = {
+            "episodes": len(rs), "success_rate": float(np.mean([r["success"] for r in rs])),
+            "collision_rate": float(np.mean([r["collided"] for r in rs])),
+            "time_out_rate": float(np.mean([r["time_out"] for r in rs])),
+            "mean_time_to_goal_s": float(np.mean([r["time_s"] for r in ok])) if ok else None,
+            "mean_path_length_ratio": float(np.mean([r["path_length_m"] / r["symbolic_length_m"] for r in ok])) if ok else None,
+        }
+    return out
+
+
+def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize: bool = True,
+                     episode_length_s: float = 30.0) -> dict:
+    """Every planner flies every room once in the batched simulator. ``planners``: name -> fn(env, obs) -> actions."""
+    import torch
+
+    from sim.envs.nav_rooms import RoomPool
+    from sim.envs.navigate_env import NavigateEnv
+    from sim.envs.navigate_env_cfg import NavigateEnvCfg
+    from sim.navigate_baselines import SymbolicCarrot
+
+    pool = RoomPool.from_rooms(rooms)
+    carrot = SymbolicCarrot(rooms, 1.0)
+    results = {}
+    for name, planner in planners.items():
+        cfg = NavigateEnvCfg(skill_path=str(skill_path), randomize=randomize, episode_length_s=episode_length_s)
+        cfg.curriculum.enabled = False
+        env = NavigateEnv(cfg, num_envs=len(rooms), seed=seed, pool=pool)
+        env.forced_rooms = torch.arange(len(rooms))
+        obs = env.reset()
+        finished = torch.zeros(len(rooms), dtype=torch.bool)
+        records: list[dict | None] = [None] * len(rooms)
+        infer_s, decisions = 0.0, 0
+        while not finished.all():
+            t = time.perf_counter()
+            actions = planner(env, obs["policy"])
+            infer_s += time.perf_counter() - t
+            decisions += 1
+            obs, _, dones, extras = env.step(actions)
+            e = extras["episode_end"]
+            for i in torch.nonzero(dones.bool() & ~finished).squeeze(-1).tolist():
+                records[i] = {"room": rooms[i].name, "density": rooms[i].density, "success": bool(e["success"][i]),
+                              "collided": bool(e["collided"][i]), "time_out": bool(e["time_out"][i]),
+                              "time_s": float(e["time_to_goal_s"][i]), "path_length_m": float(e["path_length_m"][i]),
+                              "symbolic_length_m": carrot.lengths[i]}
+            finished |= dones.bool()
+        results[name] = {"by_density": _summaries(records), "episodes": records,
+                         "inference_s_per_decision_batch": infer_s / max(decisions, 1), "batch": len(rooms)}
+    return results
+
+
+def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0) -> dict:
+    import torch
+
+    from sim.navigate_baselines import SymbolicCarrot, reactive_potential_field
+
+    planners = {}
+    if learned_session is not None:
+        def learned(env, obs):
+            return torch.from_numpy(learned_session.run(None, {"obs": obs.numpy().astype(np.float32)})[0])
+        planners["learned"] = learned
+    planners["reactive"] = lambda env, obs: reactive_potential_field(obs)
+    carrot = SymbolicCarrot(rooms, max_offset_m)
+    planners["symbolic_full_map"] = lambda env, obs: carrot(env.room, env.low.position_w, env.low.quat_wxyz)
+    return planners
+
+
+def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: float = 2.0, time_limit_s: float = 30.0,
+                 goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0) -> dict:
+    """One room in PyBullet: the goto skill through the runtime (OnnxPolicy), the rangers by rayTestBatch."""
+    from robot_hrl.contract.navigate import SubgoalActionSpec, compute_navigate_observation, navigate_observation_terms, subgoal_from_action
+    from robot_hrl.geometry import quat_from_euler_rpy
+    from robot_hrl.robots.crazyflie_2x.rangers import CRAZYFLIE_RANGERS
+    from robot_hrl.runtime import OnnxPolicy
+    from sim.pybullet import PyBulletQuadrotorSim
+    from sim.pybullet.ranging import PyBulletRangers, build_enclosure
+    from sim.pybullet.scene import GROUND_NAME
+
+    policy = OnnxPolicy(skill_path, provider="cpu")
+    terms = navigate_observation_terms(4.0, len(CRAZYFLIE_RANGERS), max_offset_m)
+    spec = SubgoalActionSpec(max_offset_m=max_offset_m, flight_height_m=room.start_w[2])
+    rng = np.random.default_rng(seed)
+    with PyBulletQuadrotorSim(robot=policy.robot, world=room.world, control_hz=policy.control_rate_hz, seed=seed) as sim:
+        build_enclosure(sim.bullet, room.world)
+        rangers = PyBulletRangers(sim.bullet, CRAZYFLIE_RANGERS, seed=seed)
+        yaw = rng.uniform(-np.pi, np.pi)
+        state = sim.reset(room.start_w, quat_from_euler_rpy(0.0, 0.0, yaw))
+        policy.reset()
+        goal = np.array(room.goal_w)
+        subgoal = np.array(room.start_w)
+        per_decision = int(round(policy.control_rate_hz / decision_rate_hz))
+        steps, path, collided, success, infer_s, decisions = 0, 0.0, False, False, 0.0, 0
+        positions = [state.position_w.copy()]
+        while steps < time_limit_s * policy.control_rate_hz and not (collided or success):
+            if steps % per_decision == 0:
+                ranges = rangers.readings(state.position_w, state.quat_wxyz)
+                obs = compute_navigate_observation(terms, {"position_w": state.position_w, "quat_wxyz": state.quat_wxyz,
+                                                           "linear_velocity_w": state.linear_velocity_w, "goal_w": goal,
+                                                           "ranges_m": ranges, "last_subgoal_w": subgoal})
+                t = time.perf_counter()
+                action = planner(obs[None])[0]
+                infer_s += time.perf_counter() - t
+                decisions += 1
+                subgoal = subgoal_from_action(action, state.position_w, state.quat_wxyz, spec)
+            prev = state.position_w.copy()
+            state = sim.step(policy.to_wrench(policy.step(state, subgoal)))
+            steps += 1
+            path += float(np.linalg.norm(state.position_w - prev))
+            positions.append(state.position_w.copy())
+            collided = sim.collided() or any(c.body == GROUND_NAME for c in sim.collisions()) or not state.is_finite()
+            success = (not collided) and float(np.linalg.norm(state.position_w - goal)) < goal_tolerance_m
+    return {"room": room.name, "density": room.density, "success": bool(success), "collided": bool(collided),
+            "time_out": not (success or collided), "time_s": steps / policy.control_rate_hz, "path_length_m": path,
+            "inference_s": infer_s / max(decisions, 1), "positions_w": np.asarray(positions)}
+
+
+def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0) -> dict:
+    from tqdm import tqdm
+
+    from sim.navigate_baselines import SymbolicCarrot
+
+    lengths = SymbolicCarrot(rooms, 1.0).lengths
+    results = {}
+    for name, planner in planners.items():
+        records = []
+        for i, room in enumerate(tqdm(rooms, desc=f"pybullet {name}", unit="room", leave=False)):
+            r = fly_pybullet(room, planner, skill_path, seed + i)
+            r["symbolic_length_m"] = lengths[i]
+            r.pop("positions_w")
+            records.append(r)
+        results[name] = {"by_density": _summaries(records), "episodes": records,
+                         "inference_s_per_decision": float(np.mean([r["inference_s"] for r in records]))}
+    return results
+
+
+def plot_results(results: dict, out_dir: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    names = list(results)
+    width = 0.8 / max(len(names), 1)
+    for k, name in enumerate(names):
+        by = results[name]["by_density"]
+        vals = [by.get(d, {}).get("success_rate", 0.0) for d in DENSITY_NAMES]
+        ax.bar(np.arange(3) + k * width, vals, width, label=name)
+    ax.set_xticks(np.arange(3) + width * (len(names) - 1) / 2, DENSITY_NAMES)
+    ax.set_ylim(0, 1.25)
+    ax.axhline(0.9, color="k", lw=0.8, ls="--")
+    ax.set_ylabel("success rate")
+    ax.set_title(title)
+    ax.legend(loc="upper center", fontsize=8, ncol=len(names))
+    path = out_dir / (title.replace(" ", "_").replace(":", "") + ".png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python sim/evaluate_navigate.py", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--model", default=None, help="the exported navigate level (.onnx); without it only the baselines run")
+    parser.add_argument("--skill", default="models/crazyflie_goto.onnx", help="the goto skill the level was trained over")
+    parser.add_argument("--sim", choices=["batched", "pybullet"], default="batched")
+    parser.add_argument("--rooms", type=int, default=50, help="held-out rooms per density")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="write the results here")
+    parser.add_argument("--plots", default=None, help="write PNG plots into this directory")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    import torch
+
+    from robot_hrl.errors import RobotHrlError
+    from robot_hrl.world.rooms import generate_room, room_seeds
+
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)
+    rooms = [generate_room(d, s, "eval") for d in DENSITY_NAMES for s in room_seeds("eval", args.rooms)]
+    try:
+        session = None
+        if args.model:
+            contract, session = load_learned(args.model, args.skill)
+    except RobotHrlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.sim == "batched":
+        results = evaluate_batched(batched_planners(session, rooms), rooms, args.skill, args.seed)
+    else:
+        from sim.navigate_baselines import reactive_potential_field
+        planners = {}
+        if session is not None:
+            planners["learned"] = lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0]
+        planners["reactive"] = lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()
+        results = evaluate_pybullet(planners, rooms, args.skill, args.seed)
+    for name, r in results.items():
+        for d, s in r["by_density"].items():
+            print(f"{args.sim:8s} {name:18s} {d:7s} success {s['success_rate']:.3f} collisions {s['collision_rate']:.3f} "
+                  f"time-outs {s['time_out_rate']:.3f} time {s['mean_time_to_goal_s']} path ratio {s['mean_path_length_ratio']}")
+    if args.plots:
+        print("wrote", plot_results(results, Path(args.plots), f"navigate {args.sim}: success by density"))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

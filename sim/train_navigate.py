@@ -1,0 +1,97 @@
+"""Train the ``navigate`` level with PPO (rsl-rl-lib) over the frozen goto skill, on a density curriculum.
+
+    python sim/train_navigate.py --run-dir runs/navigate --minutes 15
+    python sim/train_navigate.py --skill models/new_goto.onnx --run-dir runs/navigate_new   # retrain over a new skill
+
+Writes TensorBoard logs, checkpoints (model_<it>.pt), train_cfg.json, navigate_contract.json (the
+contract names the skill's file hash) and, with --export, the ONNX (deploy/onnx_export/navigate.py).
+The run stops at --max-iterations or after --minutes of wall time, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python sim/train_navigate.py", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--skill", default="models/crazyflie_goto.onnx", help="the frozen goto skill (.onnx with its contract)")
+    p.add_argument("--run-dir", default="runs/navigate", help="where logs, checkpoints and the contract go")
+    p.add_argument("--num-envs", type=int, default=512, help="parallel environments")
+    p.add_argument("--max-iterations", type=int, default=400, help="PPO iterations at most")
+    p.add_argument("--minutes", type=float, default=15.0, help="wall-time budget; the run saves and stops after it")
+    p.add_argument("--rooms-per-density", type=int, default=300, help="training rooms per density (training seeds)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2, help="torch threads (the machine is shared: 1 or 2)")
+    p.add_argument("--no-curriculum", action="store_true", help="every density from the start")
+    p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt (same skill)")
+    p.add_argument("--start-level", type=int, default=0, help="curriculum level to start at (0 sparse, 1 +medium, 2 +dense)")
+    p.add_argument("--export", default=None, metavar="ONNX", help="export the final policy to this .onnx")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import torch
+    from rsl_rl.runners import OnPolicyRunner
+
+    from sim.agents.ppo_navigate import ppo_navigate_cfg
+    from sim.envs.navigate_env import NavigateEnv
+    from sim.envs.navigate_env_cfg import NavigateEnvCfg
+
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)
+    torch.manual_seed(args.seed)
+    run_dir = Path(args.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cfg = NavigateEnvCfg(skill_path=args.skill, rooms_per_density=args.rooms_per_density)
+    cfg.curriculum.enabled = not args.no_curriculum
+    t0 = time.perf_counter()
+    env = NavigateEnv(cfg, num_envs=args.num_envs, seed=args.seed)
+    setup_s = time.perf_counter() - t0
+    (run_dir / "navigate_contract.json").write_text(env.contract.to_json())
+    train_cfg = ppo_navigate_cfg()
+    (run_dir / "train_cfg.json").write_text(json.dumps(train_cfg, indent=1))
+    import dataclasses
+    (run_dir / "navigate_env_cfg.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+    runner = OnPolicyRunner(env, train_cfg, log_dir=str(run_dir), device="cpu")
+    env.level = max(env.level, min(args.start_level, 2))
+    if args.resume:
+        runner.load(args.resume)
+    start = time.perf_counter()
+    done_it, chunk = 0, 10
+    from tqdm import tqdm
+
+    bar = tqdm(total=args.max_iterations, desc="navigate PPO", unit="it")
+    while done_it < args.max_iterations and time.perf_counter() - start < args.minutes * 60:
+        n = min(chunk, args.max_iterations - done_it)
+        runner.learn(n, init_at_random_ep_len=False)
+        runner.current_learning_iteration += 1
+        done_it += n
+        bar.update(n)
+        bar.set_postfix(level=env.level)
+        runner.save(str(run_dir / f"model_{runner.current_learning_iteration}.pt"))
+    bar.close()
+    wall = time.perf_counter() - start
+    summary = {"iterations": done_it, "total_iterations": runner.current_learning_iteration, "resumed_from": args.resume, "training_wall_s": wall, "setup_s": setup_s, "num_envs": args.num_envs,
+               "decisions": done_it * train_cfg["num_steps_per_env"] * args.num_envs, "final_level": env.level,
+               "skill": args.skill, "skill_sha256": env.skill.sha256, "command": " ".join(sys.argv)}
+    (run_dir / "train_summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+    if args.export:
+        return subprocess.call([sys.executable, "-m", "deploy.onnx_export.navigate", str(run_dir), "--out", args.export], cwd=REPO)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The navigate pipeline end to end, small: train (1 PPO iteration) -> export ONNX with the contract -> load
+through onnxruntime, refused over another goto skill -> fly held-out rooms in the batched simulator and PyBullet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
+from robot_hrl.errors import ContractError
+from robot_hrl.runtime import read_model_metadata
+from robot_hrl.world.rooms import generate_room, room_seeds
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, repo_root):
+    run = tmp_path_factory.mktemp("nav_run")
+    out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(run), "--num-envs", "16",
+                          "--max-iterations", "1", "--rooms-per-density", "1", "--threads", "1",
+                          "--export", str(run / "nav.onnx")], capture_output=True, text=True, cwd=repo_root)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return run
+
+
+def test_export_carries_the_contract_and_matches_torch(trained):
+    meta = read_model_metadata(trained / "nav.onnx")
+    contract = NavigateContract.from_json(meta[NAVIGATE_METADATA_KEY])
+    assert contract == NavigateContract.from_json((trained / "navigate_contract.json").read_text())
+    summary = json.loads((trained / "train_summary.json").read_text())
+    assert summary["iterations"] == 1 and summary["skill_sha256"] == contract.lower_skill.model_sha256
+    assert (trained / "nav.onnx.sha256").read_text().split()[0] == __import__("hashlib").sha256((trained / "nav.onnx").read_bytes()).hexdigest()
+    assert any(p.name.startswith("events.out.tfevents") for p in trained.iterdir())  # TensorBoard
+
+
+def test_refused_over_another_skill(trained, tmp_path, repo_root):
+    from sim.evaluate_navigate import load_learned
+
+    load_learned(trained / "nav.onnx", repo_root / "models/crazyflie_goto.onnx")
+    model = onnx.load(repo_root / "models/crazyflie_goto.onnx")
+    model.graph.initializer[1].float_data[:] = []  # another goto model: same contract, other weights
+    arr = onnx.numpy_helper.to_array(model.graph.initializer[1]).copy() + 0.01
+    model.graph.initializer[1].CopyFrom(onnx.numpy_helper.from_array(arr, model.graph.initializer[1].name))
+    onnx.save(model, tmp_path / "other_goto.onnx")
+    with pytest.raises(ContractError, match="another goto model"):
+        load_learned(trained / "nav.onnx", tmp_path / "other_goto.onnx")
+    out = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--model", str(trained / "nav.onnx"), "--skill",
+                          str(tmp_path / "other_goto.onnx"), "--rooms", "1"], capture_output=True, text=True, cwd=repo_root)
+    assert out.returncode == 1 and "does not fit this goto skill" in out.stderr
+
+
+def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_root, tmp_path):
+    from sim.evaluate_navigate import batched_planners, evaluate_batched, fly_pybullet, load_learned, plot_results
+    from sim.navigate_baselines import reactive_potential_field
+
+    rooms = [generate_room(d, s, "eval") for d in ("sparse", "dense") for s in room_seeds("eval", 1)]  # (short episodes: a smoke run)
+    _, session = load_learned(trained / "nav.onnx", repo_root / "models/crazyflie_goto.onnx")
+    results = evaluate_batched(batched_planners(session, rooms), rooms, repo_root / "models/crazyflie_goto.onnx",
+                               episode_length_s=4.0)
+    assert set(results) == {"learned", "reactive", "symbolic_full_map"}
+    for r in results.values():
+        assert len(r["episodes"]) == 2 and all(e is not None for e in r["episodes"])
+        for e in r["episodes"]:
+            assert e["success"] + e["collided"] + e["time_out"] == 1
+    assert plot_results(results, tmp_path, "t").is_file()
+    # PyBullet: the reactive planner, one room; judged against the room's geometry
+    room = rooms[0]
+    r = fly_pybullet(room, lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy(),
+                     repo_root / "models/crazyflie_goto.onnx", seed=0, time_limit_s=4.0)
+    path = r["positions_w"]
+    touched = min(o.distance(p) for o in room.world.obstacles for p in path[::5])
+    assert r["success"] + r["collided"] + r["time_out"] == 1
+    if not r["collided"]:
+        assert touched > 0.0
+    if r["success"]:
+        assert np.linalg.norm(path[-1] - np.array(room.goal_w)) < 0.3
