@@ -13,11 +13,11 @@ from sim.isaaclab_adapter.availability import require_isaaclab
 def _registered(task: str):
     require_isaaclab()
     import gymnasium as gym
-    import isaaclab_tasks  # noqa: F401
     from isaaclab_tasks.utils import resolve_task_config
 
-    from sim.isaaclab_adapter.env import unknown_task_message
+    from sim.isaaclab_adapter.env import register_tasks, unknown_task_message
 
+    register_tasks()
     if task not in gym.registry:
         raise ConfigError(unknown_task_message(task, sorted(k for k in gym.registry if k.startswith("Isaac"))))
     if "rsl_rl_cfg_entry_point" not in gym.spec(task).kwargs:

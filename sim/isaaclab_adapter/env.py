@@ -31,8 +31,22 @@ from sim.isaaclab_adapter.availability import require_isaaclab
 _LIVE: dict[str, Any] = {"env": None}
 """The open Isaac Lab env of this process, if any (one simulation context per process)."""
 
+TASK_MODULES: tuple[str, ...] = ()
+"""Modules that register this project's own Isaac Lab task ids with gymnasium (``gym.register``), imported
+before a task id is looked up; Isaac Lab's own tasks register when ``isaaclab_tasks`` is imported."""
+
 RESERVED_OVERRIDES = {("scene", "num_envs"): "--num-envs / num_envs", ("sim", "device"): "--device / device", ("seed",): "--seed / seed"}
 """Env cfg fields that have their own argument; overrides may not set them."""
+
+
+def register_tasks() -> None:
+    """Import Isaac Lab's tasks and :data:`TASK_MODULES`, so that their ids are in ``gymnasium.registry``."""
+    import importlib
+
+    import isaaclab_tasks  # noqa: F401  (registers the Isaac-* tasks with gymnasium)
+
+    for module in TASK_MODULES:
+        importlib.import_module(module)
 
 
 def live_env():
@@ -158,10 +172,10 @@ def make_isaaclab_env(
     if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
         raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
     import gymnasium as gym
-    import isaaclab_tasks  # noqa: F401  (registers the Isaac-* tasks with gymnasium)
     from isaaclab.app import launch_simulation
     from isaaclab_tasks.utils import parse_env_cfg
 
+    register_tasks()
     if task not in gym.registry:
         raise ConfigError(unknown_task_message(task, sorted(k for k in gym.registry if k.startswith("Isaac"))))
     env_cfg = parse_env_cfg(task, device=device, num_envs=num_envs)
@@ -183,10 +197,11 @@ def make_isaaclab_env(
     try:
         try:
             launch.enter_context(launch_simulation(env_cfg, {"device": device}))
-        except Exception as exc:  # Kit (Isaac Sim) needed and missing, or a backend/device mismatch
+        except (Exception, SystemExit) as exc:  # Kit needed and missing (Isaac Lab logs why and raises SystemExit(1))
             raise ConfigError(
                 f"Isaac Lab could not launch {task} on {device!r} ({type(exc).__name__}: {exc}). The pip install runs "
-                "kitless tasks only (Newton physics, no Kit camera or visualizer); tasks that need Kit need Isaac Sim"
+                "kitless tasks only: Newton physics (sim.physics a NewtonCfg; SimulationCfg's default is PhysX, which "
+                "needs Isaac Sim), no Kit camera or visualizer; other tasks need Isaac Sim"
             ) from exc
         try:
             env = gym.make(task, cfg=env_cfg)
