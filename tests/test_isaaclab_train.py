@@ -65,6 +65,16 @@ def test_train_records_a_run_that_load_run_can_rebuild(run_dir):
     assert config["resolved_env_cfg"]["episode_length_s"] == 1.0 and config["resolved_env_cfg"]["scene"]["num_envs"] == 32
     assert config["agent_cfg"]["device"] == "cpu"
     assert sorted(p.name for p in run_dir.glob("model_*.pt")) == ["model_0.pt", "model_2.pt"]
+    from sim.runs import load_run
+
+    env, runner = load_run(run_dir)  # in this process: the only simulation it holds, closed below
+    try:
+        assert env.task == TASK and env.num_envs == 1
+        assert env.unwrapped.cfg.max_cart_pos == 0.5 and env.unwrapped.cfg.episode_length_s == 1.0  # overrides re-applied
+        actions = runner.get_inference_policy(device="cpu")(env.get_observations())
+        assert actions.shape == (1, 1)
+    finally:
+        env.close()
 
 
 def test_train_logs_tensorboard_scalars(run_dir):
