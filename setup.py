@@ -1,8 +1,12 @@
 """One ament_python package, also pip-installable.
 
-    pip install -e .            # the robot runtime: no torch
-    pip install -e '.[train]'   # + torch, rsl-rl-lib, PyBullet: training and evaluation
-    pip install -e '.[dev]'     # everything, plus the test tools
+    pip install -e .                    # the robot runtime: no torch
+    pip install -e '.[train]'           # + torch, rsl-rl-lib, ONNX export: training (no PyBullet)
+    pip install -e '.[train,pybullet]'  # + PyBullet: the PyBullet world and its evaluations
+    pip install -e '.[dev]'             # everything, plus the test tools
+
+The Isaac Lab environment (Python 3.12, `.ci/isaaclab`) installs '.[train,test]' next to
+isaaclab==3.0.0: pybullet has no cp312 wheel, and nothing Isaac Lab runs needs it.
 
 Install torch first with `pip install torch==2.13.0` (or your CUDA build) so that no other
 requirement pulls a different build.
@@ -33,12 +37,13 @@ TRAIN = [
     "rsl-rl-lib>=5.0,<6",
     "tensordict>=0.8",
     "tensorboard>=2.14",
-    "pybullet>=3.2.5",
     "onnx>=1.16",
     "onnxscript>=0.2",
 ]
+PYBULLET = ["pybullet>=3.2.5"]
 DEPLOY = ["onnx>=1.16", "cflib>=0.1.25"]
-DEV = TRAIN + DEPLOY + ["pytest>=7.4", "pytest-xdist>=3.3", "hypothesis>=6.90"]
+TEST = ["pytest>=7.4", "pytest-xdist>=3.3", "hypothesis>=6.90"]
+DEV = TRAIN + PYBULLET + DEPLOY + TEST
 
 setup(
     name=PACKAGE,
@@ -50,7 +55,7 @@ setup(
     include_package_data=True,
     package_data={"sim.envs.native": ["*.c", "*.h"], "sim.agents": ["*.c"]},  # built at run time (physics.native, the CPU ELU)
     install_requires=RUNTIME,
-    extras_require={"train": TRAIN, "deploy": DEPLOY, "dev": DEV},
+    extras_require={"train": TRAIN, "pybullet": PYBULLET, "deploy": DEPLOY, "test": TEST, "dev": DEV},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

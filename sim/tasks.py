@@ -1,11 +1,13 @@
-"""Task registry: ``make_env(task, num_envs, device, cfg, seed)``.
+"""Task registry: ``make_env(task, num_envs, device, cfg, seed)``, ``default_agent_cfg(task)`` and
+``task_runtime(task)`` (how ``sim/train.py`` evaluates and reports a task).
 
 Built-in task: ``crazyflie-goto``. Isaac Lab task names (``Isaac-...``) go through
-``sim/isaaclab_adapter.py`` when Isaac Lab is installed.
+``sim/isaaclab_adapter/`` when Isaac Lab is installed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from robot_hrl.errors import ConfigError
@@ -49,8 +51,8 @@ def make_env(task: str, num_envs: int, device: str = "cpu", cfg: dict | GotoEnvC
     )
 
 
-def default_agent_cfg(task: str) -> dict:
-    """The rsl_rl train cfg for ``task`` (a fresh copy)."""
+def default_agent_cfg(task: str, device: str = "cpu") -> dict:
+    """The rsl_rl train cfg for ``task`` (a fresh copy); ``device`` goes into Isaac Lab's cfgs (theirs say cuda:0)."""
     from sim.agents.ppo_goto import ppo_goto_cfg
 
     if task in DEFAULT_AGENT_CFGS:
@@ -58,5 +60,44 @@ def default_agent_cfg(task: str) -> dict:
     if is_isaaclab_task(task):
         from sim.isaaclab_adapter import isaaclab_agent_cfg
 
-        return isaaclab_agent_cfg(task)
+        return isaaclab_agent_cfg(task, device)
+    raise ConfigError(f"unknown task {task!r}; built-in tasks: {sorted(TASKS)}")
+
+
+@dataclass(frozen=True)
+class TaskRuntime:
+    """How ``sim/train.py`` evaluates and reports a task."""
+
+    evaluate: Callable[..., dict]
+    """(env, policy, num_episodes, stop_below=None) -> result dict; ``policy`` is rsl_rl's inference policy."""
+    summary: Callable[[dict], str]
+    """result -> one line for the end of training."""
+    evaluates_on_training_env: bool
+    """True: evaluations step the training env (Isaac Lab: one simulation per process), which they leave reset."""
+    check_env: Callable[[Any, Any], None]
+    """(env, args) -> None: refuse arguments the task cannot honour, once the env exists."""
+
+
+def _goto_evaluate(env, policy, num_episodes: int, stop_below: float | None = None) -> dict:
+    from sim.evaluation import evaluate, policy_act_fn
+
+    return evaluate(env, policy_act_fn(policy), num_episodes, stop_below=stop_below)
+
+
+def _goto_summary(result: dict) -> str:
+    return (
+        f"success {result['success_rate']:.3f}, crash {result['crash_rate']:.3f}, "
+        f"final position error {result['mean_final_position_error_m']:.3f} m over {result['num_episodes']} episodes"
+    )
+
+
+def task_runtime(task: str) -> TaskRuntime:
+    """The :class:`TaskRuntime` of ``task``."""
+    if task in TASKS:
+        return TaskRuntime(_goto_evaluate, _goto_summary, False, lambda env, args: None)
+    if is_isaaclab_task(task):
+        from sim.isaaclab_adapter.evaluator import evaluate_isaaclab, summary
+        from sim.isaaclab_adapter.training import check_env_for_args
+
+        return TaskRuntime(evaluate_isaaclab, summary, True, check_env_for_args)
     raise ConfigError(f"unknown task {task!r}; built-in tasks: {sorted(TASKS)}")

@@ -245,6 +245,8 @@ def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_p
             runner.logger.writer.add_scalar("Train/desired_kl", kl_schedule.desired_kl, it)
         done_its += 1
         stop = bool(on_iteration(it, stats))
+        if stats.get("observations_stale"):  # an evaluation stepped and reset this env (Isaac Lab: one simulation per process)
+            obs = env.get_observations().to(runner.device)
         eval_text = _eval_text(stats)
         bar.set_postfix(success=f"{train_success:.2f}", reward=f"{mean_reward:.1f}", **({"eval": eval_text} if eval_text else {}))
         bar.update(1)
@@ -299,9 +301,8 @@ def run(args, argv: list[str] | None = None) -> int:
     from sim.agents.update_speedups import install_permuted_mini_batches, use_fused_adam
     from sim.envs.native import NativeBuildError
     from sim.envs.goto_env_cfg import GotoEnvCfg
-    from sim.evaluation import evaluate, policy_act_fn
     from sim.runs import EVAL_FILE, RUN_CONFIG, latest_checkpoint
-    from sim.tasks import TASKS, default_agent_cfg, make_env
+    from sim.tasks import TASKS, default_agent_cfg, is_isaaclab_task, make_env, task_runtime
 
     validate_args(args)
     torch.set_num_threads(args.threads)
@@ -334,9 +335,14 @@ def run(args, argv: list[str] | None = None) -> int:
         eval_cfg = evaluation_cfg(env_cfg_dict)
         _deep_update(eval_cfg, _json_arg(args.eval_env_cfg, "--eval-env-cfg"))
         eval_env_cfg_dict = GotoEnvCfg.from_dict(eval_cfg).validate().to_dict()
+    elif is_isaaclab_task(args.task):  # overrides of the task's registered env cfg (sim/isaaclab_adapter/training.py)
+        from sim.isaaclab_adapter.training import isaaclab_env_cfg_overrides
+
+        env_cfg_dict = eval_env_cfg_dict = isaaclab_env_cfg_overrides(args, _json_arg(args.env_cfg, "--env-cfg"))
     elif args.env_cfg or args.eval_env_cfg or args.no_randomization or args.compile or args.native or args.eager:
         raise ConfigError("--env-cfg, --eval-env-cfg, --no-randomization, --compile, --native and --eager apply to the built-in tasks only")
-    agent_cfg = default_agent_cfg(args.task)
+    runtime = task_runtime(args.task)
+    agent_cfg = default_agent_cfg(args.task, device)
     _deep_update(agent_cfg, _json_arg(args.agent_cfg, "--agent-cfg"))
     saved_agent_cfg = copy.deepcopy(agent_cfg)
     kl_schedule = DesiredKlSchedule.from_train_cfg(agent_cfg)
@@ -345,9 +351,7 @@ def run(args, argv: list[str] | None = None) -> int:
     if main_process:
         run_dir.mkdir(parents=True, exist_ok=True)
     env = make_env(args.task, num_envs=args.num_envs, device=device, cfg=env_cfg_dict, seed=seed)
-    if env_cfg_dict is None:  # Isaac Lab: record what the adapter reports
-        env_cfg_dict = getattr(env, "cfg_dict", {})
-        eval_env_cfg_dict = env_cfg_dict
+    runtime.check_env(env, args)
     with contextlib.redirect_stdout(io.StringIO()):  # rsl_rl prints the model structure
         runner = OnPolicyRunner(env, agent_cfg, log_dir=str(run_dir) if main_process else None, device=device)
     # same mini-batches and update rule, less bookkeeping (sim/agents/update_speedups.py); before a resume loads the optimizer
@@ -384,6 +388,8 @@ def run(args, argv: list[str] | None = None) -> int:
             "git_commit": _git_commit(),
             "torch_version": torch.__version__,
         }
+        if hasattr(env, "cfg_dict"):  # Isaac Lab: the registered cfg with the overrides applied, for the record
+            config["resolved_env_cfg"] = env.cfg_dict
         if args.resume:  # keep the provenance chain of fine-tuned runs
             resume = Path(args.resume)
             parent_dir = resume if resume.is_dir() else resume.parent
@@ -401,9 +407,13 @@ def run(args, argv: list[str] | None = None) -> int:
         nonlocal eval_env
         t = time.perf_counter()
         if eval_env is None:
-            eval_env = make_eval_env(args.task, eval_env_cfg_dict, min(num_episodes, 1000), device, seed + 10_000)
+            eval_env = env if runtime.evaluates_on_training_env else make_eval_env(
+                args.task, eval_env_cfg_dict, min(num_episodes, 1000), device, seed + 10_000)
         policy = runner.get_inference_policy(device=device)
-        result = evaluate(eval_env, policy_act_fn(policy), num_episodes, stop_below=stop_below)
+        result = runtime.evaluate(eval_env, policy, num_episodes, stop_below=stop_below)
+        if runtime.evaluates_on_training_env:  # the env was reset: rsl_rl's running episode sums restart with it
+            runner.logger.cur_reward_sum.zero_()
+            runner.logger.cur_episode_length.zero_()
         runner.alg.train_mode()
         timers.evaluation_s += time.perf_counter() - t
         return result
@@ -423,6 +433,7 @@ def run(args, argv: list[str] | None = None) -> int:
             return False
         # stops as soon as too many episodes failed for the target to be reachable (exact, not a guess)
         result = policy_eval(args.eval_episodes_during_training, stop_below=args.target_success)
+        stats["observations_stale"] = runtime.evaluates_on_training_env
         history.append({"iteration": it, "elapsed_s": round(time.perf_counter() - t_start, 3), **result})
         if result["stopped_early"]:
             stats["eval_success_at_most"] = result["success_rate_at_most"]
@@ -458,7 +469,7 @@ def run(args, argv: list[str] | None = None) -> int:
             "num_envs": args.num_envs,
             "device": str(device),
             "seed": args.seed,
-            "randomization": bool((eval_env_cfg_dict or {}).get("randomization", {}).get("enabled", True)),
+            "randomization": bool(eval_env_cfg_dict["randomization"].get("enabled", True)) if "randomization" in eval_env_cfg_dict else None,
             "eval_env_cfg_differs_from_training": eval_env_cfg_dict != env_cfg_dict,
             "target_success": args.target_success,
             "target_reached": None if args.target_success is None else any(
@@ -470,8 +481,7 @@ def run(args, argv: list[str] | None = None) -> int:
         }
         (run_dir / EVAL_FILE).write_text(json.dumps(report, indent=2))
         print(
-            f"\n{args.task}: success {result['success_rate']:.3f}, crash {result['crash_rate']:.3f}, "
-            f"final position error {result['mean_final_position_error_m']:.3f} m over {result['num_episodes']} episodes; "
+            f"\n{args.task}: {runtime.summary(result)}; "
             f"trained {iterations} iterations / {env_steps} env steps in {train_wall:.1f} s "
             f"(simulation {timers.simulation_s:.1f} s, inference {timers.inference_s:.1f} s, PPO update {timers.ppo_update_s:.1f} s, "
             f"evaluation {timers.evaluation_s:.1f} s)\nwrote {run_dir / EVAL_FILE}"

@@ -1,0 +1,134 @@
+#!/usr/bin/env python
+"""Isaac Lab 3.0 on this machine: env steps/s of an Isaac Lab task (kitless, Newton), and the wall time of
+the CI step (``.ci/isaaclab``) with an empty and with a filled cache.
+
+Run it with the Isaac Lab venv's Python (``bash .ci/isaaclab --no-tests`` builds it and prints its path);
+with another Python it says so and exits 0 (``make bench`` runs every benchmark with the main Python).
+
+    $VENV/bin/python benchmarks/bench_isaaclab.py                       # Isaac-Cartpole-Direct, 64 and 1024 envs, CPU
+    $VENV/bin/python benchmarks/bench_isaaclab.py --num-envs 4096 65536 --device cuda:0
+    $VENV/bin/python benchmarks/bench_isaaclab.py --ci-step             # + .ci/isaaclab uncached then cached (~20 min, ~13 GB)
+
+Each batch size runs in a child process (Isaac Lab allows one simulation per process): the env is built
+(its build time is printed), stepped 10 times to warm up, then stepped with random actions in [-1, 1]
+for ``--seconds`` (at least 20 steps). Episodes end and reset as they do in training. The 1-minute load
+average is printed next to each figure: the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def load1() -> float:
+    return os.getloadavg()[0]
+
+
+def measure(task: str, num_envs: int, device: str, seconds: float, seed: int = 0) -> dict:
+    """Env steps per second of ``task`` at ``num_envs`` (in this process: call it once per process)."""
+    import torch
+
+    from sim.isaaclab_adapter.assets import ASSET_ROOT_ENV, default_asset_root, ensure_assets
+
+    os.environ.setdefault(ASSET_ROOT_ENV, str(ensure_assets(default_asset_root())))
+    from sim.isaaclab_adapter.env import make_isaaclab_env
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    env = make_isaaclab_env(task, num_envs=num_envs, device=device, seed=seed)
+    build_s = time.perf_counter() - t0
+    gen = torch.Generator(device=env.device).manual_seed(seed)
+    actions = [torch.rand((num_envs, env.num_actions), generator=gen, device=env.device) * 2 - 1 for _ in range(8)]
+    for i in range(10):
+        env.step(actions[i % 8])
+    sync = torch.cuda.synchronize if str(env.device).startswith("cuda") else (lambda: None)
+    sync()
+    steps = resets = 0
+    load_before = load1()
+    t0 = time.perf_counter()
+    while steps < 20 or time.perf_counter() - t0 < seconds:
+        _, _, dones, _ = env.step(actions[steps % 8])
+        resets += int(dones.sum())
+        steps += 1
+    sync()
+    dt = time.perf_counter() - t0
+    env.close()
+    return {"task": task, "num_envs": num_envs, "device": str(device), "steps": steps, "episodes_ended": resets,
+            "env_steps_per_s": num_envs * steps / dt, "ms_per_step": 1e3 * dt / steps, "build_s": build_s,
+            "load1_before": load_before, "load1_after": load1()}
+
+
+def ci_step(keep: bool) -> list[dict]:
+    """``bash .ci/isaaclab`` twice with one fresh ROBOT_HRL_CACHE: empty (download, build, compile), then filled."""
+    cache = Path(tempfile.mkdtemp(prefix="robot_hrl_cache_"))
+    rows = []
+    try:
+        for label in ("uncached", "cached"):
+            load = load1()
+            t0 = time.perf_counter()
+            done = subprocess.run(["bash", ".ci/isaaclab"], cwd=REPO, env={**os.environ, "ROBOT_HRL_CACHE": str(cache)},
+                                  capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("isaaclab:")]
+            rows.append({"cache": label, "wall_s": wall, "rc": done.returncode, "load1_before": load, "load1_after": load1(), "log": lines})
+            if done.returncode != 0:
+                print(done.stdout[-3000:] + done.stderr[-3000:], file=sys.stderr)
+                break
+    finally:
+        if not keep:
+            shutil.rmtree(cache, ignore_errors=True)
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--task", default="Isaac-Cartpole-Direct", help="Isaac Lab task id")
+    p.add_argument("--num-envs", type=int, nargs="+", default=[64, 1024], help="batch sizes (one child process each)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda:N")
+    p.add_argument("--seconds", type=float, default=15.0, help="time stepped per batch size after the warm-up")
+    p.add_argument("--ci-step", action="store_true", help="also time `bash .ci/isaaclab` with an empty, then the filled, cache (a temporary ROBOT_HRL_CACHE)")
+    p.add_argument("--keep-cache", action="store_true", help="with --ci-step: keep the temporary cache")
+    p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    from sim.isaaclab_adapter.availability import isaaclab_available
+
+    if not isaaclab_available():
+        print("bench_isaaclab: skipped, Isaac Lab is not installed in this Python; run it with the venv of "
+              "`bash .ci/isaaclab --no-tests` (it prints the path)")
+        return 0
+    if args.child is not None:
+        print(json.dumps(measure(args.task, args.child, args.device, args.seconds)))
+        return 0
+    print(f"{args.task} on {args.device}, random actions in [-1, 1], Python {sys.version.split()[0]}")
+    for n in args.num_envs:
+        done = subprocess.run([sys.executable, __file__, "--child", str(n), "--task", args.task, "--device", args.device,
+                               "--seconds", str(args.seconds)], capture_output=True, text=True, cwd=REPO)
+        rows = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode != 0 or not rows:
+            print(f"  {n:6d} envs: failed (rc {done.returncode})\n{done.stderr[-2000:]}")
+            return 1
+        r = json.loads(rows[-1])
+        print(f"  {n:6d} envs: {r['env_steps_per_s']:10.0f} env steps/s ({r['ms_per_step']:.1f} ms per step, {r['steps']} steps, "
+              f"{r['episodes_ended']} episodes ended); env built in {r['build_s']:.1f} s; load average {r['load1_before']:.2f} -> {r['load1_after']:.2f}")
+    if args.ci_step:
+        for r in ci_step(args.keep_cache):
+            print(f"  .ci/isaaclab, {r['cache']}: {r['wall_s']:.0f} s (rc {r['rc']}), load average {r['load1_before']:.2f} -> {r['load1_after']:.2f}")
+            for line in r["log"]:
+                print(f"      {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
