@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from robot_hrl.errors import ConfigError
 
-DEFAULT_SHIELD_CONFIG = Path(__file__).with_name("crazyflie_shield.yaml")
+DEFAULT_SHIELD_CONFIG = Path(__file__).resolve().parents[1] / "robots" / "crazyflie_2x" / "shield.yaml"
 """The Crazyflie 2.x shield limits shipped with the package."""
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
