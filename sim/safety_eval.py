@@ -33,7 +33,7 @@ import torch
 
 from robot_hrl.robots import get_robot
 from robot_hrl.safety import Shield, ShieldInput, load_shield_config
-from robot_hrl.safety.backup import BackupController
+from robot_hrl.robots.quadrotor.shield import BackupController
 from robot_hrl.state import RobotState
 from robot_hrl.world import load_world
 from sim.envs.math_utils import quat_from_rotvec, quat_mul, quat_rotate_inverse, rotation_matrix_from_quat
@@ -353,7 +353,7 @@ def sample_goals(robot, world, starts: np.ndarray, rng: np.random.Generator, sub
 def _pd_actions(controllers: list, env) -> np.ndarray:
     """A nominal, well-behaved controller (the backup's cascaded PD, flying to the goal): the
     reference for the shield's intervention rate in nominal flight."""
-    from robot_hrl.safety.model import rotation_from_quat
+    from robot_hrl.safety.inputs import rotation_from_quat
 
     pos = env.position_w.double().numpy()
     vel = env.linear_velocity_w.double().numpy()

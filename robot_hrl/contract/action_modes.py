@@ -137,14 +137,10 @@ class ActionMap:
     # ---- floats: the shield's per-tick path -----------------------------------------------------
     def command(self, actions: Sequence[float]) -> list[float]:
         """Normalized actions (floats) -> command (floats)."""
-        lo, hs = self.low, self.half_span
-        out = []
-        for i in range(self.size):
-            a = float(actions[i])
-            if self.clip:
-                a = -1.0 if a < -1.0 else 1.0 if a > 1.0 else a
-            out.append(lo[i] + (a + 1.0) * hs[i])
-        return out
+        if self.clip:
+            return [lo + ((-1.0 if a < -1.0 else 1.0 if a > 1.0 else a) + 1.0) * hs
+                    for a, lo, hs in zip(actions, self.low, self.half_span)]
+        return [lo + (a + 1.0) * hs for a, lo, hs in zip(actions, self.low, self.half_span)]
 
     def normalized_value(self, i: int, command: float) -> float:
         """Command term ``i`` -> its normalized action (not clipped)."""
