@@ -231,7 +231,10 @@ def test_command_publisher_sends_raw_bytes_through_the_publisher_interface():
     import numpy as np
 
     from robot_hrl.msgs import WrenchStamped, header
-    from robot_hrl.nodes.skill_node import CommandPublisher
+    from robot_hrl.nodes.skill_node import CommandChannel, CommandPublisher
+    from robot_hrl.robots import get_robot
+
+    channel = CommandChannel.of(get_robot("crazyflie_2x"), "collective_thrust_body_torque")
 
     class Raw:
         def __init__(self):
@@ -242,7 +245,7 @@ def test_command_publisher_sends_raw_bytes_through_the_publisher_interface():
 
     w = np.array([0.3, 0.0, 0.0, 0.0])
     raw = Raw()
-    CommandPublisher(raw).publish(w, 1.0)
+    CommandPublisher(raw, channel).publish(w, 1.0)
     expected = WrenchStamped(header=header(1.0, "base_link"))
     expected.wrench.force.z = 0.3
     assert WrenchStamped.deserialize(raw.sent[0]) == expected
@@ -318,6 +321,13 @@ class _StandInNode:
 class _Contract:
     control_rate_hz = 500.0
     subgoal_radius_m = 1.5
+    action_size = 4
+
+    @property
+    def action(self):
+        from robot_hrl.robots import get_robot
+
+        return get_robot("crazyflie_2x").action_spec()
 
 
 class _Policy:
@@ -499,7 +509,7 @@ def test_fifo_loop_and_dds_threads_are_restored(gc_state, monkeypatch):
     import os
     import threading
 
-    from robot_hrl.nodes import skill_node
+    from robot_hrl.nodes import skill_loop
 
     ready, done = threading.Event(), threading.Event()
 
@@ -511,7 +521,7 @@ def test_fifo_loop_and_dds_threads_are_restored(gc_state, monkeypatch):
     helper.start()
     ready.wait(5)
     tid = helper.native_id
-    monkeypatch.setattr(skill_node, "threads_named", lambda prefixes: [(tid, "recv")])
+    monkeypatch.setattr(skill_loop, "threads_named", lambda prefixes: [(tid, "recv")])
     try:
         node, skill = _skill_node({"realtime_priority": 10})
         seen = []

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from robot_hrl.errors import ConfigError
 from robot_hrl.safety.records import Intervention
 from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
-from robot_hrl.safety.units.obstacles import _inflate, inside
+from robot_hrl.safety.units.obstacles import _inflate
 
 
 class SubgoalCfg(BaseModel):
