@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robot_hrl.contract import command_to_normalized
 from robot_hrl.robots import get_robot
 from robot_hrl.safety import Shield, ShieldInput, load_shield_config
 from robot_hrl.robots.quadrotor.shield import BackupController
@@ -185,7 +186,7 @@ def adversary_actions(env, targets: torch.Tensor, max_tilt_rad: float = math.rad
     err_b = quat_rotate_inverse(q, err_w)
     tau = k.inertia_kgm2 * (400.0 * err_b - 30.0 * w)
     wrench = torch.cat((thrust.unsqueeze(-1), tau), dim=-1)
-    return (2.0 * (wrench - k.action_low) / (k.action_high - k.action_low) - 1.0).clamp(-1.0, 1.0)
+    return command_to_normalized(env.contract.action, wrench)
 
 
 # ---- violation checks on the true state -------------------------------------------------------
