@@ -248,3 +248,16 @@ def test_no_module_maps_actions_outside_the_contract():
                          "robot_hrl.contract.normalized_to_command / command_to_normalized (or action_map(spec)) with "
                          "contract.action instead")
     assert affine_maps((REPO / MAPPING_HOME).read_text())  # the one home does map
+
+
+def test_the_command_output_comes_from_the_robot_and_the_mode():
+    from robot_hrl.nodes.skill_command import CommandChannel
+
+    cf = CommandChannel.of(CRAZYFLIE, "collective_thrust_body_torque")
+    assert (cf.topic, cf.message_type, cf.fields[0], cf.frame_id) == ("/cmd_wrench", "geometry_msgs/msg/WrenchStamped",
+                                                                     "wrench.force.z", "base_link")
+    dd = CommandChannel.of(DIFF_DRIVE, "body_velocity")
+    assert (dd.topic, dd.message_type, dd.fields) == ("/cmd_vel", "geometry_msgs/msg/TwistStamped", ("twist.linear.x", "twist.angular.z"))
+    with pytest.raises(ConfigError, match="'joint_position' has no command output in this runtime yet"):
+        CommandChannel.of(DIFF_DRIVE, "joint_position")
+    assert isinstance(ACTION_MODES["body_velocity"], ActionMode)

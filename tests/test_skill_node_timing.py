@@ -220,6 +220,34 @@ def test_wrench_encoder_pads_any_frame_id(frame):
     assert WrenchStamped.deserialize(WrenchEncoder(frame).encode([0.3, 0.1, 0.2, 0.4], 3.25)) == msg
 
 
+@pytest.mark.parametrize("frame", ["base_link", "", "a_longer_frame_name"])
+@pytest.mark.parametrize("command, stamp_s", [((0.2, -1.5), 12.5), ((0.0, 0.0), 0.0), ((-1e300, 5e-324), 1_700_000_000.123456789)])
+def test_twist_encoder_matches_the_generic_serializer_and_rosbags(frame, command, stamp_s):
+    """The differential drive's command: geometry_msgs/TwistStamped, linear.x and angular.z, the same bytes
+    as our serializer and as rosbags' ROS 2 one."""
+    from rosbags.typesys import Stores, get_typestore
+    from test_msgs_cdr import to_rosbags
+
+    from robot_hrl.nodes.skill_codecs import StampedCommandEncoder, command_message
+
+    fields = ("twist.linear.x", "twist.angular.z")
+    data = StampedCommandEncoder("geometry_msgs/msg/TwistStamped", fields, frame).encode(list(command), stamp_s)
+    msg = command_message("geometry_msgs/msg/TwistStamped", fields, command, stamp_s, frame)
+    assert (msg.twist.linear.x, msg.twist.angular.z, msg.twist.linear.y, msg.twist.angular.x) == (command[0], command[1], 0.0, 0.0)
+    assert data == msg.serialize()
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    assert data == bytes(store.serialize_cdr(to_rosbags(msg, store), "geometry_msgs/msg/TwistStamped"))
+
+
+def test_a_message_that_is_not_header_and_float64s_has_no_fast_encoder():
+    from robot_hrl.nodes.skill_codecs import StampedCommandEncoder, float64_body
+
+    assert float64_body("geometry_msgs/msg/PoseStamped") is not None  # position and orientation: 7 float64
+    assert float64_body("nav_msgs/msg/Odometry") is None  # child_frame_id, covariances
+    with pytest.raises(ValueError, match="no float64 field"):
+        StampedCommandEncoder("geometry_msgs/msg/TwistStamped", ("twist.linear.w",))
+
+
 def test_wrench_encoder_rejects_a_non_finite_stamp():
     from robot_hrl.nodes.skill_node import WrenchEncoder
 
