@@ -21,11 +21,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from robot_hrl.errors import ConfigError
+from robot_hrl.robots import DEFAULT_ROBOT
+from robot_hrl.robots.base import package_shield_config
 from robot_hrl.safety.families import ShieldFamily, get_family
 from robot_hrl.safety.units import NEUTRAL_UNITS, REQUIRED_UNITS, STAGES
 
-DEFAULT_SHIELD_CONFIG = Path(__file__).resolve().parents[1] / "robots" / "crazyflie_2x" / "shield.yaml"
-"""The default robot's shield file (the Crazyflie 2.x's; every robot: ``robot.shield_config_path``)."""
+DEFAULT_SHIELD_CONFIG = package_shield_config(DEFAULT_ROBOT)
+"""The default robot's shield file (robot_hrl.robots.DEFAULT_ROBOT; every robot: ``robot.shield_config_path``)."""
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
