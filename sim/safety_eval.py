@@ -354,7 +354,7 @@ def sample_goals(robot, world, starts: np.ndarray, rng: np.random.Generator, sub
 def _pd_actions(controllers: list, env) -> np.ndarray:
     """A nominal, well-behaved controller (the backup's cascaded PD, flying to the goal): the
     reference for the shield's intervention rate in nominal flight."""
-    from robot_hrl.safety.inputs import rotation_from_quat
+    from robot_hrl.safety.frames import rotation_from_quat
 
     pos = env.position_w.double().numpy()
     vel = env.linear_velocity_w.double().numpy()
@@ -399,7 +399,7 @@ def main(argv=None) -> int:
     parser.add_argument("--episodes", type=int, default=1000, help="batched episodes (one env each)")
     parser.add_argument("--episode-s", type=float, default=5.0, help="episode length, s")
     parser.add_argument("--world", default=str(DEFAULT_WORLD), help="world file (fence and obstacles)")
-    parser.add_argument("--config", default=None, help="shield YAML (default: robot_hrl/safety/crazyflie_shield.yaml)")
+    parser.add_argument("--config", default=None, help="shield YAML (default: the robot's own, robot_hrl/robots/crazyflie_2x/shield.yaml)")
     parser.add_argument("--no-shield", action="store_true", help="run without the shield (to see what it prevents)")
     parser.add_argument("--randomize", action="store_true", help="domain randomization on (mass, inertia, motors, disturbances, latency)")
     parser.add_argument("--seed", type=int, default=0)

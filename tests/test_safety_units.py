@@ -15,7 +15,7 @@ from robot_hrl.geometry import quat_from_euler_rpy
 from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.safety import Shield, ShieldInput, load_shield_config
 from robot_hrl.robots.quadrotor.shield.model import stopping_box
-from robot_hrl.safety.inputs import rotation_from_quat
+from robot_hrl.safety.frames import rotation_from_quat
 from robot_hrl.safety.units import Tick
 from robot_hrl.state import RobotState
 from robot_hrl.world import load_world

@@ -116,7 +116,7 @@ class ActionMap:
     """The bounds of one :class:`ActionSpec` resolved once, as floats and as read-only arrays."""
 
     __slots__ = ("spec", "mode", "size", "low", "high", "half_span", "clip", "low_array", "high_array",
-                 "half_span_array", "_like")
+                 "half_span_array", "_like", "command")
 
     def __init__(self, spec: "ActionSpec"):
         self.spec = spec
@@ -133,14 +133,10 @@ class ActionMap:
         for a in (self.low_array, self.high_array, self.half_span_array):
             a.flags.writeable = False
         self._like: dict[tuple, tuple[Any, Any]] = {}
+        self.command = _unrolled_command(self.size, self.low, self.half_span, self.clip)
+        """Normalized actions (a sequence of floats) -> command (a list of floats): the shield's per-tick path."""
 
     # ---- floats: the shield's per-tick path -----------------------------------------------------
-    def command(self, actions: Sequence[float]) -> list[float]:
-        """Normalized actions (floats) -> command (floats)."""
-        if self.clip:
-            return [lo + ((-1.0 if a < -1.0 else 1.0 if a > 1.0 else a) + 1.0) * hs
-                    for a, lo, hs in zip(actions, self.low, self.half_span)]
-        return [lo + (a + 1.0) * hs for a, lo, hs in zip(actions, self.low, self.half_span)]
 
     def normalized_value(self, i: int, command: float) -> float:
         """Command term ``i`` -> its normalized action (not clipped)."""
@@ -168,6 +164,20 @@ class ActionMap:
             cached = (xp.asarray(self.low, dtype=x.dtype, device=dev), xp.asarray(self.half_span, dtype=x.dtype, device=dev))
             self._like[key] = cached
         return cached
+
+
+def _unrolled_command(size: int, low: tuple, half_span: tuple, clip: bool):
+    """``command(actions)`` for ``size`` terms with the bounds as constants, one expression per term (the
+    same arithmetic as the array path, unrolled as dataclasses writes its methods: a few microseconds a tick)."""
+    terms = []
+    for i in range(size):
+        a = f"a[{i}]"
+        if clip:  # NaN stays NaN
+            a = f"(a[{i}] if -1.0 <= a[{i}] <= 1.0 else -1.0 if a[{i}] < -1.0 else 1.0 if a[{i}] > 1.0 else a[{i}])"
+        terms.append(f"{low[i]!r} + ({a} + 1.0) * {half_span[i]!r}")
+    namespace: dict = {}
+    exec(f"def command(a):\n    return [{', '.join(terms)}]\n", namespace)  # noqa: S102 - generated from floats only
+    return namespace["command"]
 
 
 _MAPS: dict[int, ActionMap] = {}

@@ -37,13 +37,23 @@ from robot_hrl.contract.schema import ActionSpec, action_mismatches
 from robot_hrl.errors import ConfigError
 from robot_hrl.safety.config import ShieldConfig, load_shield_config, unit_types
 from robot_hrl.safety.families import get_family
-from robot_hrl.safety.inputs import read_state, rotation_from_quat
+from robot_hrl.safety.frames import rotation_from_quat
 from robot_hrl.safety.records import ERROR, LEVEL_NAMES, OK, WARN, Intervention
 from robot_hrl.safety.units import ShieldContext, Tick
 from robot_hrl.state import RobotState
 
 MODES = ("policy", "backup_hold", "backup_land", "motors_off")
 _NO_INTERVENTIONS: tuple = ()
+
+
+def _unrolled_lags(size: int, k_est: float, k_lag: float):
+    """``lags(est, lag, out)``: both first-order lags of the output, ``x += (out - x) * k`` per term, unrolled
+    for ``size`` terms with the gains as constants (as dataclasses writes its methods: this runs every tick)."""
+    lines = [f"    est[{i}] += (out[{i}] - est[{i}]) * {k_est!r}\n    lag[{i}] += (out[{i}] - lag[{i}]) * {k_lag!r}\n"
+             for i in range(size)]
+    namespace: dict = {}
+    exec("def lags(est, lag, out):\n" + "".join(lines), namespace)  # noqa: S102 - generated from floats only
+    return namespace["lags"]
 
 
 @dataclass(slots=True)
@@ -141,7 +151,8 @@ class Shield:
         """Every unit, in the order of the YAML."""
         self._by_name = {u.name: u for u in self.units}
         self._input_units = tuple(u for u in self.units if u.stage == "input")
-        self._command_units = tuple(u for u in self.units if u.stage in ("command", "envelope"))
+        self._command_units = tuple(u for u in self.units if u.stage == "command")
+        self._envelope_units = tuple(u for u in self.units if u.stage == "envelope")  # listed after the command units
         self.estop_unit = self._by_name["estop"]
         self.watchdog = self._by_name["watchdog"]
         self.subgoal = self._by_name["subgoal"]
@@ -150,8 +161,7 @@ class Shield:
         self.log: deque[Intervention] = deque(maxlen=self.LOG_SIZE)
         self._tick = Tick()
         self._tick.dt = self.model.dt
-        self._est_k = self.model.estimate_gain
-        self._lag_k = self.model.reckoning_gain
+        self._lags = _unrolled_lags(self.action.size, self.model.estimate_gain, self.model.reckoning_gain)
         self._recover_s = config.backup.recover_s
         self._hold_inset = config.backup.hold_inset_m
         self._land_timeout = config.backup.land_timeout_s
@@ -258,9 +268,10 @@ class Shield:
             t.cmd = list(self._prev)
             t.policy = tuple(self._actions)
         if t.motors_off is None and t.policy_valid:
-            measured = t.has_state and not t.predicted
             for unit in self._command_units:
-                if measured or unit.stage == "command":
+                unit.check(t)
+            if t.has_state and not t.predicted:  # the world's envelope is judged on a measured state only
+                for unit in self._envelope_units:
                     unit.check(t)
         mode = self._decide(t, now)
         out = t.cmd if mode == "policy" else self._takeover(t, mode, now)
@@ -277,13 +288,21 @@ class Shield:
         st = inp.state
         t.state_ok = False
         t.state_age = math.inf
-        if st is not None:
+        if st is not None:  # sizes, finite, a usable quaternion (normalized when off by more than 1e-6)
             stamp = st.stamp_s if inp.state_stamp_s is None else inp.state_stamp_s
-            self._state = read_state(st, stamp)
-            if self._state[4]:
+            p, v = st.position_w.tolist(), st.linear_velocity_w.tolist()
+            q, w = st.quat_wxyz.tolist(), st.angular_velocity_b.tolist()
+            if not (len(p) == 3 and len(v) == 3 and len(q) == 4 and len(w) == 3):
+                raise ValueError("RobotState arrays must have sizes position 3, quat_wxyz 4, velocity 3, angular velocity 3")
+            qn = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]
+            if math.isfinite(sum(p) + sum(v) + sum(w) + qn + stamp) and qn > 1e-6:
+                if abs(qn - 1.0) > 1e-6:
+                    n = 1.0 / math.sqrt(qn)
+                    q = [q[0] * n, q[1] * n, q[2] * n, q[3] * n]
                 t.state_ok = True
                 t.state_age = now - stamp
-            self._state_stamp = stamp
+                self._state = (p, v, q, w)
+                self._state_stamp = stamp
         sg = inp.subgoal_w
         t.subgoal_ok = sg is not None and math.isfinite(float(sg[0]) + float(sg[1]) + float(sg[2]))
         t.subgoal_age = 0.0 if inp.subgoal_stamp_s is None else now - inp.subgoal_stamp_s
@@ -301,7 +320,7 @@ class Shield:
     def _select_state(self, t: Tick, now: float) -> None:
         """The state the units and the backup use: measured when fresh, else dead-reckoned, else none."""
         if t.state_ok and t.state_age <= self.watchdog.state_timeout:
-            p, v, q, w, _ = self._state
+            p, v, q, w = self._state
             t.has_state, t.predicted = True, False
             t.p, t.v, t.w = p, v, w
             t.r = rotation_from_quat(q[0], q[1], q[2], q[3])
@@ -338,11 +357,7 @@ class Shield:
     def _after(self, t: Tick, out: list[float], mode: str) -> None:
         """Bookkeeping: the actuator estimates, the dead reckoning's replay, the counters."""
         self._prev = out
-        k, est = self._est_k, self._est
-        lag, kb = self._lag, self._lag_k
-        for i in range(len(out)):
-            est[i] += (out[i] - est[i]) * k
-            lag[i] += (out[i] - lag[i]) * kb
+        self._lags(self._est, self._lag, out)
         if t.predicted:
             self.predictor.step(out)
         elif len(self._sent_since_state) < self.MAX_REPLAY_TICKS:

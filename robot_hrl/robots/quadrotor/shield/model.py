@@ -31,7 +31,7 @@ import math
 from robot_hrl.contract.action_modes import ActionMap
 from robot_hrl.errors import ConfigError
 from robot_hrl.robots.quadrotor.params import STANDARD_GRAVITY_MPS2, QuadrotorParams
-from robot_hrl.safety.inputs import rotation_from_quat  # noqa: F401  (the quadrotor code's name for it)
+from robot_hrl.safety.frames import rotation_from_quat  # noqa: F401  (the quadrotor code's name for it)
 
 
 def check_config_fits(cfg, robot: QuadrotorParams) -> None:
