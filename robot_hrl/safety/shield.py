@@ -144,15 +144,17 @@ class Shield:
         self.hardware_id = hardware_id or robot.name
         self.action = action_map(action)
         """The contract's action mapping: the one normalized -> command conversion of a tick."""
+        self._to_command = self.action.command
         self.model = family.build_model(robot, config, self.action)
         ctx = ShieldContext(config, self.model, world, robot, subgoal_radius_m)
         types = unit_types(family)
         self.units = tuple(types[name].build(ctx) for name in config.units)
         """Every unit, in the order of the YAML."""
         self._by_name = {u.name: u for u in self.units}
-        self._input_units = tuple(u for u in self.units if u.stage == "input")
-        self._command_units = tuple(u for u in self.units if u.stage == "command")
-        self._envelope_units = tuple(u for u in self.units if u.stage == "envelope")  # listed after the command units
+        # each stage's checks, bound once (the envelope units are listed after the command units)
+        self._input_checks = tuple(u.check for u in self.units if u.stage == "input")
+        self._command_checks = tuple(u.check for u in self.units if u.stage == "command")
+        self._envelope_checks = tuple(u.check for u in self.units if u.stage == "envelope")
         self.estop_unit = self._by_name["estop"]
         self.watchdog = self._by_name["watchdog"]
         self.subgoal = self._by_name["subgoal"]
@@ -256,23 +258,22 @@ class Shield:
         t.clear()
         now = t.now = float(inp.now_s)
         self._read_inputs(t, inp, now)
-        for unit in self._input_units:
-            unit.check(t)
-        self._select_state(t, now)
+        for check in self._input_checks:
+            check(t)
         t.prev = self._prev
         t.est = self._est
         if t.output_finite:  # the one mapping of the tick: normalized -> command (contract.action)
-            t.cmd = self.action.command(self._actions)
+            t.cmd = self._to_command(self._actions)
             t.policy = tuple(t.cmd)
         else:
             t.cmd = list(self._prev)
             t.policy = tuple(self._actions)
         if t.motors_off is None and t.policy_valid:
-            for unit in self._command_units:
-                unit.check(t)
+            for check in self._command_checks:
+                check(t)
             if t.has_state and not t.predicted:  # the world's envelope is judged on a measured state only
-                for unit in self._envelope_units:
-                    unit.check(t)
+                for check in self._envelope_checks:
+                    check(t)
         mode = self._decide(t, now)
         out = t.cmd if mode == "policy" else self._takeover(t, mode, now)
         self._after(t, out, mode)
@@ -284,7 +285,8 @@ class Shield:
         return ShieldOutput(np.array(out), mode, interventions, self.reason if mode != "policy" else "", self.action)
 
     def _read_inputs(self, t: Tick, inp: ShieldInput, now: float) -> None:
-        """The facts the input units judge: state present and well-formed, ages, subgoal, output."""
+        """The facts the input units judge (state present and well-formed, ages, subgoal, output) and the
+        state every unit and the backup use."""
         st = inp.state
         t.state_ok = False
         t.state_age = math.inf
@@ -316,9 +318,7 @@ class Shield:
         t.policy_valid = True
         t.inference_s = float(inp.inference_s)
         t.battery_v = inp.battery_v
-
-    def _select_state(self, t: Tick, now: float) -> None:
-        """The state the units and the backup use: measured when fresh, else dead-reckoned, else none."""
+        # the state the units and the backup use: measured when fresh, else dead-reckoned, else none
         if t.state_ok and t.state_age <= self.watchdog.state_timeout:
             p, v, q, w = self._state
             t.has_state, t.predicted = True, False
