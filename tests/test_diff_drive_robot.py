@@ -221,11 +221,17 @@ def test_the_skill_node_process_drives_it_with_twist_stamped_over_dds(tmp_path, 
         clock_pub = node.create_publisher(Clock, "/clock", SENSOR_QOS)
         goal_pub = node.create_publisher(PoseStamped, "/subgoal", COMMAND_QOS)
 
-        def wait(condition, what: str, guard_s: float = 90.0) -> None:
+        def wait(condition, what: str, guard_s: float = 90.0, retry=None, retry_s: float = 1.0) -> None:
+            """Spin until ``condition()``; ``retry()`` again every ``retry_s`` (a best-effort sample sent before
+            the other side matched our writer is dropped, as DDS does)."""
             end = time.monotonic() + guard_s
+            again = time.monotonic() + retry_s
             while not condition():
                 assert proc.poll() is None, f"the skill node exited ({proc.returncode}): {proc.stderr.read()[-2000:]}"
                 assert time.monotonic() < end, f"timed out waiting for {what}"
+                if retry is not None and time.monotonic() > again:
+                    retry()
+                    again = time.monotonic() + retry_s
                 node.spin_once(0.01)
 
         wait(lambda: min(odom_pub.get_subscription_count(), clock_pub.get_subscription_count(),
@@ -235,14 +241,19 @@ def test_the_skill_node_process_drives_it_with_twist_stamped_over_dds(tmp_path, 
         dt = 1.0 / gentle.control_rate_hz
         for k in range(600):
             t = round(1.0 + k * dt, 6)
-            odom_pub.publish(odometry_from_state(ground_state(x, y, yaw, v, w, t)))
-            if k % 4 == 0:  # the planner's heartbeat
-                msg = PoseStamped(header=header(t, "map"))
-                msg.pose.position.x, msg.pose.position.y = goal
-                goal_pub.publish(msg)
-            clock_pub.publish(Clock(clock=time_from_seconds(t)))
+
+            def send(t=t, k=k):  # this period's odometry, the planner's heartbeat, then the clock that ticks the node
+                odom_pub.publish(odometry_from_state(ground_state(x, y, yaw, v, w, t)))
+                if k % 4 == 0:
+                    msg = PoseStamped(header=header(t, "map"))
+                    msg.pose.position.x, msg.pose.position.y = goal
+                    goal_pub.publish(msg)
+                clock_pub.publish(Clock(clock=time_from_seconds(t)))  # the same time again does not tick twice
+
+            send()
             n = len(cmds)
-            wait(lambda: len(cmds) > n and cmds[-1].header.stamp == time_from_seconds(t), f"the command of tick {k}")
+            wait(lambda: len(cmds) > n and cmds[-1].header.stamp == time_from_seconds(t), f"the command of tick {k}",
+                 retry=send)
             c = cmds[-1].twist
             v, w = c.linear.x, c.angular.z  # the drive follows its command (the shield already limits acceleration)
             yaw += w * dt
