@@ -192,10 +192,18 @@ def test_an_exported_policy_runs_through_the_runtime(tmp_path):
         OnnxPolicy(path, robot="crazyflie_2x", provider="cpu")
 
 
-def test_the_skill_node_process_drives_it_with_twist_stamped_over_dds(tmp_path, monkeypatch):
-    """The skill node executable (robot diff_drive, simulated time) over Cyclone DDS: the test is the
-    robot, integrating a unicycle from each /cmd_vel and sending /odom and /clock in lockstep. The model's
-    contract halves the forward-speed bounds: every command shows the contract's scaling."""
+def _backends() -> list:
+    from robot_hrl.transport import rclpy_available
+
+    return ["cyclonedds", pytest.param("rclpy", marks=pytest.mark.skipif(not rclpy_available(), reason="rclpy is not installed"))]
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_the_skill_node_process_drives_it_with_twist_stamped_over_dds(tmp_path, monkeypatch, backend):
+    """The skill node executable (robot diff_drive, simulated time) over DDS, on Cyclone DDS and (where
+    rclpy is installed) on rclpy: the test is the robot, integrating a unicycle from each /cmd_vel and
+    sending /odom and /clock in lockstep. The model's contract halves the forward-speed bounds: every
+    command shows the contract's scaling."""
     from dds_helpers import peer_env, use_domain
 
     from robot_hrl.contract import ActionSpec
@@ -207,11 +215,12 @@ def test_the_skill_node_process_drives_it_with_twist_stamped_over_dds(tmp_path, 
     model = export_p_controller(tmp_path / "gentle.onnx", gentle)
     domain = use_domain(monkeypatch)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "robot_hrl.nodes.skill_node", "--ros-args", "-p", "robot:=diff_drive",
+        [sys.executable, "-m", "robot_hrl.nodes.skill_node", "--backend", backend, "--domain-id", str(domain),
+         "--ros-args", "-p", "robot:=diff_drive",
          "-p", f"model:={model}", "-p", "world:=models/worlds/demo.yaml", "-p", "use_sim_time:=true",
          "-p", "provider:=cpu"],
         cwd=REPO, env=peer_env(domain), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    node = create_node("diff_drive_sim", backend="cyclonedds", domain_id=domain)
+    node = create_node("diff_drive_sim", backend=backend, domain_id=domain)
     try:
         cmds: list[TwistStamped] = []
         status: list[str] = []
