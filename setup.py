@@ -39,6 +39,7 @@ TRAIN = [
     "tensorboard>=2.14",
     "onnx>=1.16",
     "onnxscript>=0.2",
+    "array-api-compat>=1.9",  # robot_hrl.contract's action mapping on torch tensors (the same function as numpy)
 ]
 PYBULLET = ["pybullet>=3.2.5"]
 DEPLOY = ["onnx>=1.16", "cflib>=0.1.25"]
@@ -53,7 +54,8 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["robot_hrl", "robot_hrl.*", "sim", "sim.*", "deploy", "deploy.*"]),
     include_package_data=True,
-    package_data={"sim.envs.native": ["*.c", "*.h"], "sim.agents": ["*.c"]},  # built at run time (physics.native, the CPU ELU)
+    package_data={"sim.envs.native": ["*.c", "*.h"], "sim.agents": ["*.c"],  # built at run time (physics.native, the CPU ELU)
+                  "robot_hrl.robots": ["*/shield.yaml"]},  # each robot's shield configuration
     install_requires=RUNTIME,
     extras_require={"train": TRAIN, "pybullet": PYBULLET, "deploy": DEPLOY, "test": TEST, "dev": DEV},
     data_files=[

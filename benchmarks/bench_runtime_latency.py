@@ -5,8 +5,9 @@ Prints p50 / p99 / p99.9 / max in microseconds for:
   raw onnxruntime   InferenceSession.run on a (1, n_obs) array (the floor; no runtime code)
   infer             OnnxPolicy.infer(obs) for one observation (checks + pre-bound I/O)
   observe           the contract observation from a RobotState + subgoal
-  to_wrench         normalized actions -> [thrust, tau_x, tau_y, tau_z]
-  tick              step(state, subgoal) + to_wrench: one whole control tick
+  to_command        normalized actions -> the robot's command with the contract's mapping
+                    (the Crazyflie: [thrust, tau_x, tau_y, tau_z]; called to_wrench before issue #20)
+  tick              step(state, subgoal) + to_command: one whole control tick
   infer batch 1024  OnnxPolicy.infer on 1024 observations at once (throughput)
 
 Targets (issue #3): infer p50 <= 20 us, tick p99 <= 100 us. The garbage collector stays on,
@@ -90,13 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     out_names = [session.get_outputs()[0].name]
 
     def tick():
-        policy.to_wrench(policy.step(state, subgoal))
+        policy.to_command(policy.step(state, subgoal))
 
     cases = {
         "raw onnxruntime": lambda: session.run(out_names, feed),
         "infer": lambda: policy.infer(obs),
         "observe": lambda: policy.observe(state, subgoal),
-        "to_wrench": lambda: policy.to_wrench(actions),
+        "to_command": lambda: policy.to_command(actions),
         "tick": tick,
     }
     print(f"model     {args.model} ({args.model.stat().st_size / 1024:.1f} KiB), provider {policy.provider}")

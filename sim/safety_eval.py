@@ -31,9 +31,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robot_hrl.contract import command_to_normalized
 from robot_hrl.robots import get_robot
 from robot_hrl.safety import Shield, ShieldInput, load_shield_config
-from robot_hrl.safety.backup import BackupController
+from robot_hrl.robots.quadrotor.shield import BackupController
 from robot_hrl.state import RobotState
 from robot_hrl.world import load_world
 from sim.envs.math_utils import quat_from_rotvec, quat_mul, quat_rotate_inverse, rotation_matrix_from_quat
@@ -185,7 +186,7 @@ def adversary_actions(env, targets: torch.Tensor, max_tilt_rad: float = math.rad
     err_b = quat_rotate_inverse(q, err_w)
     tau = k.inertia_kgm2 * (400.0 * err_b - 30.0 * w)
     wrench = torch.cat((thrust.unsqueeze(-1), tau), dim=-1)
-    return (2.0 * (wrench - k.action_low) / (k.action_high - k.action_low) - 1.0).clamp(-1.0, 1.0)
+    return command_to_normalized(env.contract.action, wrench)
 
 
 # ---- violation checks on the true state -------------------------------------------------------
@@ -353,7 +354,7 @@ def sample_goals(robot, world, starts: np.ndarray, rng: np.random.Generator, sub
 def _pd_actions(controllers: list, env) -> np.ndarray:
     """A nominal, well-behaved controller (the backup's cascaded PD, flying to the goal): the
     reference for the shield's intervention rate in nominal flight."""
-    from robot_hrl.safety.model import rotation_from_quat
+    from robot_hrl.safety.frames import rotation_from_quat
 
     pos = env.position_w.double().numpy()
     vel = env.linear_velocity_w.double().numpy()
@@ -398,7 +399,7 @@ def main(argv=None) -> int:
     parser.add_argument("--episodes", type=int, default=1000, help="batched episodes (one env each)")
     parser.add_argument("--episode-s", type=float, default=5.0, help="episode length, s")
     parser.add_argument("--world", default=str(DEFAULT_WORLD), help="world file (fence and obstacles)")
-    parser.add_argument("--config", default=None, help="shield YAML (default: robot_hrl/safety/crazyflie_shield.yaml)")
+    parser.add_argument("--config", default=None, help="shield YAML (default: the robot's own, robot_hrl/robots/crazyflie_2x/shield.yaml)")
     parser.add_argument("--no-shield", action="store_true", help="run without the shield (to see what it prevents)")
     parser.add_argument("--randomize", action="store_true", help="domain randomization on (mass, inertia, motors, disturbances, latency)")
     parser.add_argument("--seed", type=int, default=0)

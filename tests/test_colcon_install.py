@@ -88,3 +88,18 @@ def test_installed_package_finds_its_shared_files_outside_the_checkout(install, 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     paths = proc.stdout.split()
     assert len(paths) == 3 and all(p.startswith(str(install / "share" / "robot_hrl")) for p in paths), paths
+
+
+def test_installed_package_carries_every_robots_shield_config(install, tmp_path):
+    """Each robot package's shield.yaml is package data: the installed robots build their shields."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(_site_packages(install))
+    code = ("from robot_hrl.robots import ROBOTS\n"
+            "from robot_hrl.safety import load_shield_config\n"
+            "for name, robot in sorted(ROBOTS.items()):\n"
+            "    print(name, robot.shield_config_path, load_shield_config(robot.shield_config_path).units)\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["crazyflie_2x", "diff_drive"]
+    assert all(line.split()[1].startswith(str(install)) for line in lines), lines

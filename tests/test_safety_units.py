@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from robot_hrl.geometry import quat_from_euler_rpy
 from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.safety import Shield, ShieldInput, load_shield_config
-from robot_hrl.safety.model import rotation_from_quat, stopping_box
+from robot_hrl.robots.quadrotor.shield.model import stopping_box
+from robot_hrl.safety.frames import rotation_from_quat
 from robot_hrl.safety.units import Tick
 from robot_hrl.state import RobotState
 from robot_hrl.world import load_world
@@ -203,7 +204,7 @@ def test_obstacles_accepted_commands_keep_their_clearance(p, v, rpy, w, thrust):
     speed_now = math.sqrt(sum(c * c for c in v))
     for i, slow in enumerate(unit.slow_boxes):
         if slow[0] <= p[0] <= slow[3] and slow[1] <= p[1] <= slow[4] and slow[2] <= p[2] <= slow[5]:
-            from robot_hrl.safety.units.obstacles import _predicted_speed
+            from robot_hrl.robots.quadrotor.shield.model import predicted_speed as _predicted_speed
 
             vh = _predicted_speed(t, s.model, unit.speed_h)
             assert vh <= unit.slow_speed + TOL or vh < speed_now
@@ -228,7 +229,7 @@ def test_obstacles_slowdown_lowers_the_thrust_instead_of_holding_the_robot_in_pl
     # take-off toward the next subgoal: the thrust is lowered until the predicted speed is the
     # zone's limit and the policy keeps control (a hold here would never end: the robot sat
     # next to a box until the planner gave up)
-    from robot_hrl.safety.units.obstacles import _predicted_speed
+    from robot_hrl.robots.quadrotor.shield.model import predicted_speed as _predicted_speed
 
     s = shield()
     unit, m = s.obstacles, s.model
@@ -286,12 +287,16 @@ def test_subgoal_that_satisfies_passes_unchanged(pos, d):
 def test_watchdog_acts_exactly_on_its_faults(state_age, state_ok, subgoal_age, subgoal_ok, infer, finite, stale_for):
     s = fresh_shield()
     wd = s.watchdog
-    t = Tick()
-    t.now = 100.0 - stale_for
-    wd.check_inputs(t, state_ok, state_age, subgoal_ok, subgoal_age, infer, finite)  # the fault starts here (if any)
-    t = Tick()
-    t.now = 100.0
-    wd.check_inputs(t, state_ok, state_age, subgoal_ok, subgoal_age, infer, finite)
+
+    def facts(now: float) -> Tick:  # what the shield reads into the tick for the input units
+        t = Tick()
+        t.now, t.state_ok, t.state_age, t.subgoal_ok, t.subgoal_age = now, state_ok, state_age, subgoal_ok, subgoal_age
+        t.inference_s, t.output_finite = infer, finite
+        return t
+
+    wd.check(facts(100.0 - stale_for))  # the fault starts here (if any)
+    t = facts(100.0)
+    wd.check(t)
     state_bad = not state_ok or state_age > wd.state_timeout
     subgoal_bad = not subgoal_ok or subgoal_age > wd.subgoal_timeout
     old = stale_for >= wd.hold_s
@@ -314,8 +319,8 @@ def test_battery_holds_then_lands_below_its_thresholds(volts, duration):
     steps = int(duration / 0.05) + 1
     for k in range(steps):
         t = Tick()
-        t.now = k * 0.05
-        b.check_voltage(t, volts)
+        t.now, t.battery_v = k * 0.05, volts
+        b.check(t)
         seen_hold |= t.hold_unit is b
         seen_land |= t.land_unit is b
     elapsed = (steps - 1) * 0.05
@@ -332,7 +337,8 @@ def test_battery_holds_then_lands_below_its_thresholds(volts, duration):
 def test_battery_unknown_voltage_is_no_fault():
     b = fresh_shield().battery
     t = Tick()
-    b.check_voltage(t, None)
+    t.battery_v = None
+    b.check(t)
     assert t.hold_unit is None and t.land_unit is None
 
 

@@ -97,7 +97,7 @@ def test_dead_reckoning_starts_from_the_commands_sent_since_the_last_measurement
         k += 1
     assert out.reason == "watchdog.stale_state" and len(sent) >= 3
     # the same replay by hand: from the measured state, through every command sent since
-    from robot_hrl.safety.model import StatePredictor
+    from robot_hrl.robots.quadrotor.shield import StatePredictor
 
     ref = StatePredictor(s.model)
     ref.reset(pos, [0, 0, 0], [1, 0, 0, 0], [0, 0, 0], [CRAZYFLIE_2X.weight_n, 0, 0, 0])

@@ -220,6 +220,34 @@ def test_wrench_encoder_pads_any_frame_id(frame):
     assert WrenchStamped.deserialize(WrenchEncoder(frame).encode([0.3, 0.1, 0.2, 0.4], 3.25)) == msg
 
 
+@pytest.mark.parametrize("frame", ["base_link", "", "a_longer_frame_name"])
+@pytest.mark.parametrize("command, stamp_s", [((0.2, -1.5), 12.5), ((0.0, 0.0), 0.0), ((-1e300, 5e-324), 1_700_000_000.123456789)])
+def test_twist_encoder_matches_the_generic_serializer_and_rosbags(frame, command, stamp_s):
+    """The differential drive's command: geometry_msgs/TwistStamped, linear.x and angular.z, the same bytes
+    as our serializer and as rosbags' ROS 2 one."""
+    from rosbags.typesys import Stores, get_typestore
+    from test_msgs_cdr import to_rosbags
+
+    from robot_hrl.nodes.skill_codecs import StampedCommandEncoder, command_message
+
+    fields = ("twist.linear.x", "twist.angular.z")
+    data = StampedCommandEncoder("geometry_msgs/msg/TwistStamped", fields, frame).encode(list(command), stamp_s)
+    msg = command_message("geometry_msgs/msg/TwistStamped", fields, command, stamp_s, frame)
+    assert (msg.twist.linear.x, msg.twist.angular.z, msg.twist.linear.y, msg.twist.angular.x) == (command[0], command[1], 0.0, 0.0)
+    assert data == msg.serialize()
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    assert data == bytes(store.serialize_cdr(to_rosbags(msg, store), "geometry_msgs/msg/TwistStamped"))
+
+
+def test_a_message_that_is_not_header_and_float64s_has_no_fast_encoder():
+    from robot_hrl.nodes.skill_codecs import StampedCommandEncoder, float64_body
+
+    assert float64_body("geometry_msgs/msg/PoseStamped") is not None  # position and orientation: 7 float64
+    assert float64_body("nav_msgs/msg/Odometry") is None  # child_frame_id, covariances
+    with pytest.raises(ValueError, match="no float64 field"):
+        StampedCommandEncoder("geometry_msgs/msg/TwistStamped", ("twist.linear.w",))
+
+
 def test_wrench_encoder_rejects_a_non_finite_stamp():
     from robot_hrl.nodes.skill_node import WrenchEncoder
 
@@ -231,7 +259,10 @@ def test_command_publisher_sends_raw_bytes_through_the_publisher_interface():
     import numpy as np
 
     from robot_hrl.msgs import WrenchStamped, header
-    from robot_hrl.nodes.skill_node import CommandPublisher
+    from robot_hrl.nodes.skill_node import CommandChannel, CommandPublisher
+    from robot_hrl.robots import get_robot
+
+    channel = CommandChannel.of(get_robot("crazyflie_2x"), "collective_thrust_body_torque")
 
     class Raw:
         def __init__(self):
@@ -242,7 +273,7 @@ def test_command_publisher_sends_raw_bytes_through_the_publisher_interface():
 
     w = np.array([0.3, 0.0, 0.0, 0.0])
     raw = Raw()
-    CommandPublisher(raw).publish(w, 1.0)
+    CommandPublisher(raw, channel).publish(w, 1.0)
     expected = WrenchStamped(header=header(1.0, "base_link"))
     expected.wrench.force.z = 0.3
     assert WrenchStamped.deserialize(raw.sent[0]) == expected
@@ -318,6 +349,13 @@ class _StandInNode:
 class _Contract:
     control_rate_hz = 500.0
     subgoal_radius_m = 1.5
+    action_size = 4
+
+    @property
+    def action(self):
+        from robot_hrl.robots import get_robot
+
+        return get_robot("crazyflie_2x").action_spec()
 
 
 class _Policy:
@@ -499,7 +537,7 @@ def test_fifo_loop_and_dds_threads_are_restored(gc_state, monkeypatch):
     import os
     import threading
 
-    from robot_hrl.nodes import skill_node
+    from robot_hrl.nodes import skill_loop
 
     ready, done = threading.Event(), threading.Event()
 
@@ -511,7 +549,7 @@ def test_fifo_loop_and_dds_threads_are_restored(gc_state, monkeypatch):
     helper.start()
     ready.wait(5)
     tid = helper.native_id
-    monkeypatch.setattr(skill_node, "threads_named", lambda prefixes: [(tid, "recv")])
+    monkeypatch.setattr(skill_loop, "threads_named", lambda prefixes: [(tid, "recv")])
     try:
         node, skill = _skill_node({"realtime_priority": 10})
         seen = []

@@ -72,8 +72,8 @@ def generate_project(model_path: str | Path, out_dir: str | Path) -> GeneratedPr
         robot = get_robot(contract.robot.name)
     except KeyError as exc:
         raise CodegenError(str(exc.args[0])) from None
+    check_contract(contract)  # the onboard code's own refusals first (they name the C field)
     contract.check_compatible(robot)
-    check_contract(contract)
     lowered = lower_onnx(onnx_model)
     if lowered.input_size != contract.observation_size:
         raise CodegenError(f"the graph takes {lowered.input_size} observations, its contract says "

@@ -1,4 +1,10 @@
-"""From normalized policy outputs to physical commands, and the firmware's mixer.
+"""From normalized policy outputs to physical commands (the names the stack used before action modes),
+and the Crazyflie firmware's mixer.
+
+The mapping itself lives in :mod:`robot_hrl.contract.action_modes` (one implementation, numpy and
+array-API); ``actions_to_wrench`` and ``wrench_to_actions`` are its names for the quadrotor's
+collective-thrust/body-torque mode. The quadrotor's action spec (``goto_action_spec``, sized from the
+robot) moved to :mod:`robot_hrl.robots.quadrotor.actions`: the robot answers ``robot.action_spec()``.
 
 The mixer reproduces crazyflie-firmware's controlModeForceTorque power distribution
 (power_distribution_quadrotor.c): thrust and torques are split over the four rotors through
@@ -9,60 +15,34 @@ what the firmware will actually do.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from robot_hrl.contract.schema import ActionSpec, ActionTerm
-from robot_hrl.robots.quadrotor import QuadrotorParams
+from robot_hrl.contract.action_modes import action_bounds, command_to_normalized, normalized_to_command
+from robot_hrl.contract.schema import ActionSpec
 
-TORQUE_AUTHORITY_FRACTION = 0.5
-"""Fraction of the per-rotor thrust range that the full torque command may differentially use."""
-
-
-def goto_action_spec(robot: QuadrotorParams) -> ActionSpec:
-    """Collective thrust in [0, max] and symmetric body torques, sized from the robot model."""
-    arm_xy = float(np.max(np.abs(np.asarray(robot.rotor_positions_m)[:, :2])))
-    differential = TORQUE_AUTHORITY_FRACTION * robot.max_rotor_thrust_n / 2.0
-    torque_xy = robot.num_rotors * arm_xy * differential / 2.0
-    torque_z = robot.num_rotors * robot.torque_to_thrust_m * differential / 2.0
-    return ActionSpec(
-        terms=(
-            ActionTerm(name="collective_thrust", units="N", low=0.0, high=robot.max_total_thrust_n),
-            ActionTerm(name="torque_x", units="N m", low=-torque_xy, high=torque_xy),
-            ActionTerm(name="torque_y", units="N m", low=-torque_xy, high=torque_xy),
-            ActionTerm(name="torque_z", units="N m", low=-torque_z, high=torque_z),
-        )
-    )
-
-
-_BOUNDS: dict[int, tuple[ActionSpec, np.ndarray, np.ndarray, np.ndarray]] = {}
-
-
-def action_bounds(spec: ActionSpec) -> tuple[np.ndarray, np.ndarray]:
-    """Physical values at a = -1 and a = +1; resolved once per spec (this runs every tick)."""
-    cached = _BOUNDS.get(id(spec))
-    if cached is None or cached[0] is not spec:
-        low = np.array([t.low for t in spec.terms])
-        high = np.array([t.high for t in spec.terms])
-        low.flags.writeable = high.flags.writeable = False
-        cached = _BOUNDS[id(spec)] = (spec, low, high, (high - low) * 0.5)
-    return cached[1], cached[2]
+if TYPE_CHECKING:
+    from robot_hrl.robots.base import Robot
+    from robot_hrl.robots.quadrotor import QuadrotorParams
 
 
 def actions_to_wrench(spec: ActionSpec, actions: np.ndarray) -> np.ndarray:
-    """Normalized actions (..., 4) in [-1, 1] -> [thrust N, tau_x, tau_y, tau_z N m]."""
-    action_bounds(spec)
-    _, low, _, half_span = _BOUNDS[id(spec)]
-    a = np.minimum(np.maximum(np.asarray(actions, dtype=np.float64), -1.0), 1.0)
-    return low + (a + 1.0) * half_span
+    """Normalized actions (..., 4) in [-1, 1] -> [thrust N, tau_x, tau_y, tau_z N m] (:func:`normalized_to_command`)."""
+    return normalized_to_command(spec, actions)
 
 
 def wrench_to_actions(spec: ActionSpec, wrench: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`actions_to_wrench` (clipped to [-1, 1])."""
-    low, high = action_bounds(spec)
-    return np.clip(2.0 * (np.asarray(wrench, dtype=np.float64) - low) / (high - low) - 1.0, -1.0, 1.0)
+    """Inverse of :func:`actions_to_wrench`, clipped to [-1, 1] (:func:`command_to_normalized`)."""
+    return command_to_normalized(spec, wrench)
 
 
-def mix_wrench_to_rotor_thrusts(robot: QuadrotorParams, wrench: np.ndarray) -> np.ndarray:
+def hover_actions(spec: ActionSpec, robot: "Robot") -> np.ndarray:
+    """The normalized action of the robot's neutral command (a quadrotor: level hover at nominal mass)."""
+    return command_to_normalized(spec, robot.neutral_command(spec.mode))
+
+
+def mix_wrench_to_rotor_thrusts(robot: "QuadrotorParams", wrench: np.ndarray) -> np.ndarray:
     """Firmware-style mixer: [thrust, tau] (..., 4) -> per-rotor thrust (..., 4) in [0, f_max]."""
     inverse = np.linalg.inv(robot.allocation_matrix())
     thrusts = np.asarray(wrench, dtype=np.float64) @ inverse.T
@@ -72,6 +52,14 @@ def mix_wrench_to_rotor_thrusts(robot: QuadrotorParams, wrench: np.ndarray) -> n
     return np.clip(thrusts - overshoot, 0.0, robot.max_rotor_thrust_n)
 
 
-def hover_actions(spec: ActionSpec, robot: QuadrotorParams) -> np.ndarray:
-    """The normalized action that holds a level hover for the nominal robot."""
-    return wrench_to_actions(spec, np.array([robot.weight_n, 0.0, 0.0, 0.0]))
+def __getattr__(name: str):
+    """``goto_action_spec`` and ``TORQUE_AUTHORITY_FRACTION`` moved to robot_hrl.robots.quadrotor.actions;
+    the old import path forwards there (lazily: the contract does not import the robots)."""
+    if name in ("goto_action_spec", "TORQUE_AUTHORITY_FRACTION"):
+        from robot_hrl.robots.quadrotor import actions
+
+        return getattr(actions, "quadrotor_action_spec" if name == "goto_action_spec" else name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["action_bounds", "actions_to_wrench", "hover_actions", "mix_wrench_to_rotor_thrusts", "wrench_to_actions"]

@@ -3,6 +3,10 @@
 Each term is a small pure function of (state, subgoal, last action). Inputs may carry
 leading batch dimensions. The simulator has a torch twin of every term
 (``sim/envs/terms/observations.py``); ``tests/test_observation_parity.py`` proves they agree.
+
+``OBSERVATION_TERMS`` are the terms of a rigid body's state (any robot with a ``RobotState``).
+A robot registers the terms its contracts may use (``robot.observation_terms()``: these, or its
+own); :func:`compute_observation` resolves a contract's term names in that registry.
 """
 
 from __future__ import annotations
@@ -50,18 +54,22 @@ OBSERVATION_TERMS: dict[str, Callable[[ObservationInputs], np.ndarray]] = {
 }
 
 
+ObservationRegistry = dict[str, Callable[[ObservationInputs], np.ndarray]]
+
+
 class _CompiledTerms:
     """The term functions and the stacked clip bounds of one contract, resolved once."""
 
-    def __init__(self, terms):
+    def __init__(self, terms, registry: ObservationRegistry):
         self.terms = tuple(terms)  # keeps the key's object alive while cached
+        self.registry = registry
         self.functions = []
         for term in self.terms:
-            fn = OBSERVATION_TERMS.get(term.name)
+            fn = registry.get(term.name)
             if fn is None:
                 raise ObservationError(
                     f"the contract asks for observation term {term.name!r}, which this runtime does not "
-                    f"implement (known: {sorted(OBSERVATION_TERMS)}); update robot_hrl"
+                    f"implement for the robot (known: {sorted(registry)}); update robot_hrl"
                 )
             self.functions.append(fn)
         self.sizes = [term.size for term in self.terms]
@@ -69,23 +77,25 @@ class _CompiledTerms:
         self.high = np.concatenate([np.full(t.size, t.clip[1]) for t in self.terms])
 
 
-_COMPILED: dict[int, _CompiledTerms] = {}
+_COMPILED: dict[tuple[int, int], _CompiledTerms] = {}
 
 
-def _compiled(terms) -> _CompiledTerms:
-    compiled = _COMPILED.get(id(terms))
-    if compiled is None or compiled.terms is not terms and compiled.terms != tuple(terms):
-        compiled = _COMPILED[id(terms)] = _CompiledTerms(terms)
+def _compiled(terms, registry: ObservationRegistry) -> _CompiledTerms:
+    key = (id(terms), id(registry))
+    compiled = _COMPILED.get(key)
+    if compiled is None or compiled.registry is not registry or compiled.terms is not terms and compiled.terms != tuple(terms):
+        compiled = _COMPILED[key] = _CompiledTerms(terms, registry)
     return compiled
 
 
-def compute_observation(terms, inputs: ObservationInputs) -> np.ndarray:
+def compute_observation(terms, inputs: ObservationInputs, registry: ObservationRegistry | None = None) -> np.ndarray:
     """Concatenate the contract's terms in order, each clipped to its range; float32.
 
-    ``terms`` is a sequence of :class:`robot_hrl.contract.schema.ObservationTerm`. The term
+    ``terms`` is a sequence of :class:`robot_hrl.contract.schema.ObservationTerm`, resolved in
+    ``registry`` (the robot's ``observation_terms()``; None: :data:`OBSERVATION_TERMS`). The term
     functions and the clip bounds are resolved once per contract (this runs every tick).
     """
-    compiled = _compiled(terms)
+    compiled = _compiled(terms, OBSERVATION_TERMS if registry is None else registry)
     parts = [fn(inputs) for fn in compiled.functions]
     obs = np.concatenate(parts, axis=-1)
     if obs.shape[-1] != compiled.low.shape[0]:  # one check per tick; name the culprit only on failure

@@ -8,12 +8,16 @@ simulators read it. Mismatches are refused with an error that names them.
 from __future__ import annotations
 
 import json
-from typing import Literal
+import math
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from robot_hrl.contract.action_modes import ACTION_MODES, get_action_mode
 from robot_hrl.errors import ContractError
-from robot_hrl.robots.quadrotor import QuadrotorParams
+
+if TYPE_CHECKING:
+    from robot_hrl.robots.base import Robot
 
 CONTRACT_SCHEMA_VERSION = 1
 CONTRACT_METADATA_KEY = "robot_hrl.contract"
@@ -49,15 +53,46 @@ class ActionTerm(BaseModel):
     low: float
     high: float
 
+    @model_validator(mode="after")
+    def _check_bounds(self) -> "ActionTerm":
+        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
+            raise ValueError(f"action term {self.name!r}: bounds [{self.low}, {self.high}] must be finite with low < high")
+        return self
+
 
 class ActionSpec(BaseModel):
-    """How the normalized policy outputs become a command the firmware executes."""
+    """How the normalized policy outputs become a command the robot executes
+    (robot_hrl.contract.action_modes: the mapping, the message, the executing controller)."""
 
     model_config = _FROZEN
-    mode: Literal["collective_thrust_body_torque"] = "collective_thrust_body_torque"
-    firmware_control_mode: Literal["controlModeForceTorque"] = "controlModeForceTorque"
-    """crazyflie-firmware control_t mode: thrustSi (N) and torqueX/Y/Z (N m), mixed onboard."""
+    mode: str = Field(description="a registered action mode (robot_hrl.contract.action_modes.ACTION_MODES)")
+    firmware_control_mode: str | None = None
+    """What executes the command on the robot, one of the mode's ``target_modes`` (for the Crazyflie:
+    crazyflie-firmware's controlModeForceTorque, thrustSi (N) and torqueX/Y/Z (N m) mixed onboard);
+    None: the mode's default."""
     terms: tuple[ActionTerm, ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_target(cls, data):
+        if isinstance(data, dict) and data.get("firmware_control_mode") is None and data.get("mode") in ACTION_MODES:
+            data = {**data, "firmware_control_mode": ACTION_MODES[data["mode"]].target_modes[0]}
+        return data
+
+    @model_validator(mode="after")
+    def _check_mode(self) -> "ActionSpec":
+        if self.mode not in ACTION_MODES:
+            raise ValueError(f"unknown action mode {self.mode!r}; known modes: {sorted(ACTION_MODES)}")
+        mode = get_action_mode(self.mode)
+        if self.firmware_control_mode not in mode.target_modes:
+            raise ValueError(f"action mode {self.mode!r} is executed by {list(mode.target_modes)}, "
+                             f"not firmware_control_mode {self.firmware_control_mode!r}")
+        if not self.terms:
+            raise ValueError("the action spec has no terms")
+        if mode.size is not None and len(self.terms) != mode.size:
+            raise ValueError(f"action mode {self.mode!r} takes {mode.size} terms "
+                             f"({', '.join(mode.message_fields)}), the spec has {len(self.terms)}")
+        return self
 
     @property
     def size(self) -> int:
@@ -82,7 +117,7 @@ class PolicyContract(BaseModel):
 
     model_config = _FROZEN
     schema_version: int = CONTRACT_SCHEMA_VERSION
-    skill: str = "goto"
+    skill: str = Field(description="the skill the policy performs, e.g. goto")
     robot: RobotRef
     control_rate_hz: float = Field(gt=0)
     observations: tuple[ObservationTerm, ...]
@@ -127,13 +162,15 @@ class PolicyContract(BaseModel):
     # ---- compatibility --------------------------------------------------------------------
     def mismatches(
         self,
-        robot: QuadrotorParams,
+        robot: "Robot",
         *,
         control_rate_hz: float | None = None,
         observation_size: int | None = None,
         action_mode: str | None = None,
+        action_size: int | None = None,
     ) -> list[str]:
-        """Every way this contract disagrees with the robot and rate it is started for."""
+        """Every way this contract disagrees with the robot (robot_hrl.robots.base.Robot) and the rate,
+        graph sizes and action mode it is started for."""
         problems: list[str] = []
         if self.robot.name != robot.name:
             problems.append(f"robot: model trained for {self.robot.name!r}, started for {robot.name!r}")
@@ -147,12 +184,45 @@ class PolicyContract(BaseModel):
             problems.append(f"control rate: model runs at {self.control_rate_hz} Hz, node configured for {control_rate_hz} Hz")
         if observation_size is not None and observation_size != self.observation_size:
             problems.append(f"observation size: contract says {self.observation_size}, the graph takes {observation_size}")
+        if action_size is not None and action_size != self.action_size:
+            problems.append(f"action size: contract says {self.action_size}, the graph gives {action_size}")
         if action_mode is not None and action_mode != self.action.mode:
-            problems.append(f"action mode: model outputs {self.action.mode!r}, robot expects {action_mode!r}")
+            problems.append(f"action mode: model outputs {self.action.mode!r}, the runtime expects {action_mode!r}")
+        if self.robot.name == robot.name:
+            problems.extend(action_mismatches(self.action, robot))
         return problems
 
-    def check_compatible(self, robot: QuadrotorParams, **kwargs) -> None:
+    def check_compatible(self, robot: "Robot", **kwargs) -> None:
         """Raise :class:`ContractError` naming every mismatch."""
         problems = self.mismatches(robot, **kwargs)
         if problems:
             raise ContractError("the model does not match this robot: " + "; ".join(problems))
+
+
+ACTION_BOUND_RTOL = 1e-9
+"""Relative tolerance of the action-bound comparison (JSON round trips of the bounds are exact)."""
+
+
+def action_mismatches(spec: ActionSpec, robot: "Robot") -> list[str]:
+    """How ``spec`` disagrees with what ``robot`` accepts: its action mode, its term names, units and
+    sizes, and its bounds, which must lie within the robot's own action spec for that mode (a model may
+    command less than the robot can do, never more)."""
+    if spec.mode not in robot.action_modes:
+        return [f"action mode: model outputs {spec.mode!r}, robot {robot.name!r} takes {list(robot.action_modes)}"]
+    own = robot.action_spec(spec.mode)
+    if spec.size != own.size:
+        return [f"action size: model outputs {spec.size} terms, robot {robot.name!r} takes {own.size} in mode {spec.mode!r}"]
+    problems = []
+    for term, ref in zip(spec.terms, own.terms):
+        if (term.name, term.units) != (ref.name, ref.units):
+            problems.append(f"action term: model outputs {term.name!r} in {term.units!r}, robot {robot.name!r} "
+                            f"expects {ref.name!r} in {ref.units!r}")
+            continue
+        tol = ACTION_BOUND_RTOL * max(abs(ref.low), abs(ref.high))
+        if term.low < ref.low - tol or term.high > ref.high + tol:
+            problems.append(
+                f"action bounds: the model maps {term.name} onto [{term.low:.6g}, {term.high:.6g}] {term.units}, "
+                f"beyond robot {robot.name!r}'s [{ref.low:.6g}, {ref.high:.6g}] (the robot's actuator model "
+                "changed since export, or the model is for a stronger robot: retrain or re-export it)"
+            )
+    return problems

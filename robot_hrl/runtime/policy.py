@@ -1,12 +1,14 @@
 """The onboard policy: an exported ONNX model, its contract, and one control tick.
 
-    policy = OnnxPolicy("models/crazyflie_goto.onnx", robot=CRAZYFLIE_2X)
+    policy = OnnxPolicy("models/crazyflie_goto.onnx", robot=get_robot("crazyflie_2x"))
     actions = policy.step(state, subgoal_w)      # observation -> inference, remembers the action
-    wrench = policy.to_wrench(actions)           # [thrust N, tau_x, tau_y, tau_z N m]
+    command = policy.to_command(actions)         # the contract's action mapping, e.g. [thrust N, tau_x, tau_y, tau_z N m]
 
 The model file is self-describing: the exporter writes the policy contract into its metadata.
 Loading checks the file's SHA-256 sidecar, reads the contract back and refuses a model that
-does not match the robot, control rate, observation size or action mode it is started for.
+does not match the robot (name, parameter hash, action mode and bounds), control rate or graph
+sizes it is started for. The observation terms are resolved in the robot's registry
+(``robot.observation_terms()``).
 
 Not thread-safe: one instance per control loop (the single-sample path reuses its buffers).
 """
@@ -21,9 +23,9 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from robot_hrl.contract import CONTRACT_METADATA_KEY, OBSERVATION_TERMS, PolicyContract, actions_to_wrench, compute_observation
+from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract, compute_observation, normalized_to_command
 from robot_hrl.errors import ContractError, ModelLoadError, ObservationError
-from robot_hrl.robots import CRAZYFLIE_2X, QuadrotorParams
+from robot_hrl.robots import Robot, default_robot, get_robot
 from robot_hrl.runtime.integrity import verify_sha256_sidecar
 from robot_hrl.runtime.metadata import decode_provenance
 from robot_hrl.runtime.providers import SHORT_NAMES, ProviderUnavailableError, log_plan, plan_providers
@@ -31,8 +33,6 @@ from robot_hrl.state import RobotState
 
 LOG = logging.getLogger("robot_hrl.runtime")
 
-SUPPORTED_ACTION_MODE = "collective_thrust_body_torque"
-"""The action mode this runtime maps to physical commands (robot_hrl.contract.actions_to_wrench)."""
 _STATE_FIELDS = ("position_w", "quat_wxyz", "linear_velocity_w", "angular_velocity_b")
 _STATE_SIZES = {"position_w": 3, "quat_wxyz": 4, "linear_velocity_w": 3, "angular_velocity_b": 3}
 
@@ -74,7 +74,9 @@ class OnnxPolicy:
 
     Args:
         path: the ``.onnx`` file written by ``deploy/export.py``.
-        robot: the robot model the policy will fly; the contract must name it and its parameter hash.
+        robot: the robot the policy will run on (a registered :class:`robot_hrl.robots.Robot`, or its name);
+            None: the stack's default robot (``robot_hrl.robots.DEFAULT_ROBOT``). The contract must name it,
+            its parameter hash, one of its action modes and bounds within its own.
         provider: ``"auto"`` (TensorRT, then CUDA, then CPU), ``"tensorrt"``, ``"cuda"`` or ``"cpu"``.
             A named provider that is unavailable is an error; ``auto`` falls back and logs a line.
         control_rate_hz: the rate the node will tick at; ``None`` accepts the contract's rate.
@@ -86,7 +88,7 @@ class OnnxPolicy:
     def __init__(
         self,
         path: str | Path,
-        robot: QuadrotorParams = CRAZYFLIE_2X,
+        robot: Robot | str | None = None,
         provider: str = "auto",
         control_rate_hz: float | None = None,
         verify_sha256: bool = True,
@@ -94,7 +96,14 @@ class OnnxPolicy:
         trt_fp16: bool = False,
     ) -> None:
         self.path = Path(path)
-        self.robot = robot
+        if robot is None:
+            robot = default_robot()
+        elif isinstance(robot, str):
+            try:
+                robot = get_robot(robot)
+            except KeyError as exc:
+                raise ContractError(str(exc.args[0])) from None
+        self.robot: Robot = robot
         plan = plan_providers(provider, trt_cache_dir=trt_cache_dir, trt_fp16=trt_fp16)
         if not self.path.is_file():
             raise ModelLoadError(
@@ -135,6 +144,7 @@ class OnnxPolicy:
         self._binding.bind_ortvalue_input(self._in_name, self._obs1_value)
         self._binding.bind_ortvalue_output(self._out_name, self._act1_value)
         self._terms = tuple(self.contract.observations)
+        self._term_registry = dict(self.robot.observation_terms())
         self._action_spec = self.contract.action
         self._last_action = np.zeros(self.action_size, dtype=np.float64)
         self._inputs: dict[str, np.ndarray] = {"last_action": self._last_action}
@@ -165,15 +175,14 @@ class OnnxPolicy:
             self.robot,
             control_rate_hz=control_rate_hz,
             observation_size=in_shape[1],
-            action_mode=SUPPORTED_ACTION_MODE,
+            action_size=out_shape[1],
         )
-        if out_shape[1] != contract.action_size:
-            problems.append(f"action size: contract says {contract.action_size}, the graph gives {out_shape[1]}")
-        unknown = [t.name for t in contract.observations if t.name not in OBSERVATION_TERMS]
+        known = self.robot.observation_terms()
+        unknown = [t.name for t in contract.observations if t.name not in known]
         if unknown:
             problems.append(
-                f"observation terms {unknown} are not implemented by this runtime "
-                f"(known: {sorted(OBSERVATION_TERMS)}); update robot_hrl"
+                f"observation terms {unknown} are not implemented by this runtime for robot {self.robot.name!r} "
+                f"(known: {sorted(known)}); update robot_hrl"
             )
         if problems:
             raise ContractError(f"{where} does not match this robot: " + "; ".join(problems))
@@ -264,12 +273,12 @@ class OnnxPolicy:
             raise ObservationError(f"subgoal_w is not finite ({subgoal}); the command is withheld. Check the planner output")
         inputs["subgoal_w"] = subgoal
         # Explicit checks above: the terms clip, which would turn an infinite input into a finite observation.
-        return compute_observation(self._terms, inputs)
+        return compute_observation(self._terms, inputs, self._term_registry)
 
     def step(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
         """One control tick: observation, inference; remembers the action for the next observation.
 
-        Returns the normalized action (4,) in [-1, 1]; map it with :meth:`to_wrench`.
+        Returns the normalized action (n_actions,) in [-1, 1]; map it with :meth:`to_command`.
         Raises :class:`ObservationError` for a non-finite or malformed state or subgoal.
         """
         obs = self.observe(state, subgoal_w)
@@ -282,9 +291,14 @@ class OnnxPolicy:
         # A non-finite output is returned as is (the watchdog shield withholds it) but is not fed back.
         return action
 
+    def to_command(self, actions: np.ndarray) -> np.ndarray:
+        """Normalized actions (..., n) -> the robot's command through the contract's action mapping
+        (:func:`robot_hrl.contract.normalized_to_command` with ``contract.action``)."""
+        return normalized_to_command(self._action_spec, actions)
+
     def to_wrench(self, actions: np.ndarray) -> np.ndarray:
-        """Normalized actions (..., 4) -> [thrust N, tau_x, tau_y, tau_z N m] through the contract's action terms."""
-        return actions_to_wrench(self._action_spec, actions)
+        """A quadrotor's :meth:`to_command`: [thrust N, tau_x, tau_y, tau_z N m]."""
+        return normalized_to_command(self._action_spec, actions)
 
     def reset(self) -> None:
         """Forget the previous action (start of an episode, after a takeover by the backup controller)."""

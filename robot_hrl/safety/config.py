@@ -1,161 +1,73 @@
-"""Shield configuration: every limit, with its unit in its name, from one YAML file.
+"""Shield configuration: the units, in order, and every limit with its unit in its name, from one YAML file.
 
-``load_shield_config(path)`` reads and validates ``robot_hrl/safety/crazyflie_shield.yaml``
-(or another file of the same shape) with pydantic. Unknown keys, missing keys, wrong types and
-inconsistent values raise :class:`robot_hrl.errors.ConfigError` naming the file and the key.
-pydantic is used here only: the per-tick path reads plain floats copied out of these models.
+A robot keeps its shield YAML in its package (``robot_hrl/robots/<robot>/shield.yaml``,
+``robot.shield_config_path``). As Nav2's collision monitor lists its polygons, the file lists the
+shield's units (``units:``, run in that order within their stage) and gives each unit's limits in
+the section of its name. ``model:`` names the robot family (robot_hrl.safety.families) whose
+sections (a quadrotor: ``limits``, ``stopping``, ``backup``) and units it also uses.
+
+``load_shield_config(path)`` reads and validates a file with pydantic. Unknown keys, missing keys,
+wrong types, unknown or misordered units and inconsistent values raise
+:class:`robot_hrl.errors.ConfigError` naming the file and the key. pydantic is used here only: the
+per-tick path reads plain floats copied out of these models.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from robot_hrl.errors import ConfigError
+from robot_hrl.robots import DEFAULT_ROBOT
+from robot_hrl.robots.base import package_shield_config
+from robot_hrl.safety.families import ShieldFamily, get_family
+from robot_hrl.safety.units import NEUTRAL_UNITS, REQUIRED_UNITS, STAGES
 
-DEFAULT_SHIELD_CONFIG = Path(__file__).with_name("crazyflie_shield.yaml")
-"""The Crazyflie 2.x shield limits shipped with the package."""
+DEFAULT_SHIELD_CONFIG = package_shield_config(DEFAULT_ROBOT)
+"""The default robot's shield file (robot_hrl.robots.DEFAULT_ROBOT; every robot: ``robot.shield_config_path``)."""
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
 
-class StoppingCfg(BaseModel):
-    """The stopping-distance model (robot_hrl/safety/model.py)."""
+class BackupCommonCfg(BaseModel):
+    """What the shield itself reads of a family's ``backup`` section (a family's backup config extends it)."""
 
     model_config = _STRICT
-    reaction_time_s: float = Field(ge=0.0, le=2.0, description="tick + motor lag + attitude swing before braking")
-    vertical_reaction_time_s: float = Field(ge=0.0, le=2.0, description="tick + motor lag before braking vertically")
-    brake_decel_fraction: float = Field(gt=0.0, le=1.0, description="fraction of the model's deceleration assumed")
-    thrust_fraction: float = Field(gt=0.0, le=1.0, description="the weakest robot's thrust-to-weight, as a fraction of the model's")
-    motor_time_constant_s: float = Field(gt=0.0, le=1.0, description="motor lag the predictions assume (the slowest motor designed for)")
-    actuation_latency_s: float = Field(ge=0.0, le=0.5, description="delay between a command and the motors, on top of one tick")
-
-
-class SubgoalCfg(BaseModel):
-    model_config = _STRICT
-    fence_margin_m: float = Field(ge=0.0)
-    obstacle_margin_m: float = Field(ge=0.0)
-    min_altitude_m: float = Field(ge=0.0)
-
-
-class GeofenceCfg(BaseModel):
-    model_config = _STRICT
-    margin_m: float = Field(ge=0.0)
-
-
-class AltitudeCfg(BaseModel):
-    model_config = _STRICT
-    min_altitude_m: float = Field(ge=0.0)
-    max_altitude_m: float = Field(gt=0.0)
-    margin_m: float = Field(ge=0.0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "AltitudeCfg":
-        if not self.min_altitude_m < self.max_altitude_m:
-            raise ValueError(f"altitude.min_altitude_m ({self.min_altitude_m}) must be below altitude.max_altitude_m ({self.max_altitude_m})")
-        return self
-
-
-class LimitsCfg(BaseModel):
-    model_config = _STRICT
-    max_tilt_deg: float = Field(gt=0.0, lt=90.0)
-    attitude_horizon_s: float = Field(gt=0.0, le=1.0)
-    max_roll_pitch_rate_dps: float = Field(gt=0.0)
-    max_yaw_rate_dps: float = Field(gt=0.0)
-    body_rate_horizon_s: float = Field(gt=0.0, le=1.0)
-    max_speed_mps: float = Field(gt=0.0)
-    speed_horizon_s: float = Field(ge=0.0, le=1.0)
-    min_thrust_n: float = Field(ge=0.0)
-    max_thrust_n: float = Field(gt=0.0)
-    max_action_slew_per_s: float = Field(gt=0.0)
-    tilted_yaw_torque_fraction: float = Field(ge=0.0, le=1.0)
-    motor_counter_torque_fraction: float = Field(ge=0.0, le=1.0, description="counter-torque (fraction of the range) assumed to cancel the torque in the motors")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "LimitsCfg":
-        if not self.min_thrust_n < self.max_thrust_n:
-            raise ValueError(f"limits.min_thrust_n ({self.min_thrust_n}) must be below limits.max_thrust_n ({self.max_thrust_n})")
-        return self
-
-
-class WatchdogCfg(BaseModel):
-    model_config = _STRICT
-    state_timeout_s: float = Field(gt=0.0)
-    subgoal_timeout_s: float = Field(gt=0.0)
-    inference_deadline_s: float = Field(gt=0.0)
-    hold_s: float = Field(ge=0.0)
-
-
-class ObstaclesCfg(BaseModel):
-    model_config = _STRICT
-    stop_distance_m: float = Field(ge=0.0)
-    slowdown_distance_m: float = Field(ge=0.0)
-    slowdown_ratio: float = Field(gt=0.0, le=1.0)
-    approach_margin_m: float = Field(ge=0.0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "ObstaclesCfg":
-        if self.slowdown_distance_m < self.stop_distance_m:
-            raise ValueError(
-                f"obstacles.slowdown_distance_m ({self.slowdown_distance_m}) must be >= obstacles.stop_distance_m ({self.stop_distance_m})"
-            )
-        return self
-
-
-class BatteryCfg(BaseModel):
-    model_config = _STRICT
-    hold_voltage_v: float = Field(gt=0.0)
-    land_voltage_v: float = Field(gt=0.0)
-    debounce_s: float = Field(ge=0.0)
-    hold_s: float = Field(ge=0.0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "BatteryCfg":
-        if not self.land_voltage_v < self.hold_voltage_v:
-            raise ValueError(f"battery.land_voltage_v ({self.land_voltage_v}) must be below battery.hold_voltage_v ({self.hold_voltage_v})")
-        return self
-
-
-class BackupCfg(BaseModel):
-    model_config = _STRICT
-    max_speed_mps: float = Field(gt=0.0)
-    max_tilt_deg: float = Field(gt=0.0, lt=90.0)
-    position_gain_per_s: float = Field(gt=0.0)
-    velocity_gain_per_s: float = Field(gt=0.0)
-    attitude_gain_per_s2: float = Field(gt=0.0)
-    rate_gain_per_s: float = Field(gt=0.0)
-    rate_lead_s: float = Field(ge=0.0, le=0.1, description="the rate term acts on the rate predicted this far ahead (lead)")
-    velocity_integral_gain_per_s2: float = Field(ge=0.0)
-    integral_limit_mps2: float = Field(ge=0.0)
-    yaw_torque_fraction: float = Field(gt=0.0, le=1.0)
-    recovery_angle_deg: float = Field(gt=0.0, lt=180.0)
-    recovery_thrust_fraction_of_weight: float = Field(ge=0.0, le=2.0)
-    min_thrust_fraction_of_weight: float = Field(ge=0.0, lt=1.0)
-    max_thrust_fraction_of_max: float = Field(gt=0.0, le=1.0)
-    land_speed_mps: float = Field(gt=0.0)
-    touchdown_altitude_m: float = Field(ge=0.0)
-    land_timeout_s: float = Field(gt=0.0)
-    recover_s: float = Field(ge=0.0)
+    land_timeout_s: float = Field(gt=0.0, description="motors off this long after a landing began, whatever the estimate says")
+    recover_s: float = Field(ge=0.0, description="the policy's command must be judged safe this long before it gets control back")
     hold_inset_m: float = Field(ge=0.0, le=0.5, description="the hold target keeps this far inside the fence and altitude band")
 
 
 class ShieldConfig(BaseModel):
-    """Every limit the shield units enforce."""
+    """The units and every limit they enforce. A family's config adds its sections and the units' sections."""
 
     model_config = _STRICT
-    robot: str = Field(description="robot model name in robot_hrl.robots, e.g. crazyflie_2x")
+    robot: str = Field(description="robot name in robot_hrl.robots, e.g. crazyflie_2x")
+    model: str = Field(description="the robot family of the shield model and its own units, e.g. quadrotor")
     control_rate_hz: float = Field(gt=0.0)
-    stopping: StoppingCfg
-    subgoal: SubgoalCfg
-    geofence: GeofenceCfg
-    altitude: AltitudeCfg
-    limits: LimitsCfg
-    watchdog: WatchdogCfg
-    obstacles: ObstaclesCfg
-    battery: BatteryCfg
-    backup: BackupCfg
+    units: tuple[str, ...] = Field(description="the shield units, in the order they run within their stage")
+
+
+@lru_cache(maxsize=None)
+def config_model(family_name: str) -> type[ShieldConfig]:
+    """The pydantic model of a shield file for ``family_name``: every unit's section optional (a listed
+    unit's section is required, checked after validation), the family's sections required."""
+    family = get_family(family_name)
+    fields: dict = {}
+    for unit in (*NEUTRAL_UNITS.values(), *family.units.values()):
+        if unit.section is not None and unit.section not in family.sections:
+            fields[unit.section] = (unit.config_model | None, None)
+    for name, model in family.sections.items():
+        fields[name] = (model, ...)
+    return create_model(f"ShieldConfig_{family_name}", __base__=ShieldConfig, **fields)
+
+
+def unit_types(family: ShieldFamily) -> dict[str, type]:
+    """Every unit a shield of ``family`` may list, by name."""
+    return {**NEUTRAL_UNITS, **family.units}
 
 
 def _describe(exc: ValidationError) -> str:
@@ -166,16 +78,54 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _check_units(cfg: ShieldConfig, family: ShieldFamily) -> list[str]:
+    known = unit_types(family)
+    problems = []
+    unknown = [u for u in cfg.units if u not in known]
+    if unknown:
+        problems.append(f"units: {unknown} unknown; a {family.name} shield knows {sorted(known)}")
+    repeated = sorted({u for u in cfg.units if cfg.units.count(u) > 1})
+    if repeated:
+        problems.append(f"units: {repeated} listed twice")
+    missing = [u for u in REQUIRED_UNITS if u not in cfg.units]
+    if missing:
+        problems.append(f"units: {missing} missing (every shield runs {list(REQUIRED_UNITS)})")
+    listed = [known[u] for u in cfg.units if u in known]
+    stages = [STAGES.index(u.stage) for u in listed]
+    if stages != sorted(stages):
+        problems.append(f"units: list them by stage ({', '.join(STAGES)}): {[u.name for u in listed]} mixes them "
+                        "(input units judge the tick's inputs before any command unit runs)")
+    sections = {u.section: u.name for u in known.values() if u.section is not None and u.section not in family.sections}
+    for section, unit in sections.items():
+        present = getattr(cfg, section, None) is not None
+        if unit in cfg.units and not present:
+            problems.append(f"{section}: missing (unit {unit!r} is listed)")
+        elif present and unit not in cfg.units and not (section == "altitude" and "subgoal" in cfg.units):
+            problems.append(f"{section}: configured, but unit {unit!r} is not in units (list it, or remove the section)")
+    return problems
+
+
 def parse_shield_config(data, source: str = "<dict>") -> ShieldConfig:
     """Validate an already-parsed mapping; errors name ``source`` and every bad key."""
     if not isinstance(data, dict):
-        raise ConfigError(f"shield config {source} must be a mapping of sections (stopping, limits, ...), got {type(data).__name__}")
+        raise ConfigError(f"shield config {source} must be a mapping of sections (units, limits, ...), got {type(data).__name__}")
+    hint = f"See {DEFAULT_SHIELD_CONFIG} for every key and its unit"
+    family_name = data.get("model")
+    if not isinstance(family_name, str):
+        raise ConfigError(f"shield config {source} is invalid: model: must name the robot family of the shield "
+                          f"(e.g. quadrotor), got {family_name!r}. {hint}")
     try:
-        return ShieldConfig.model_validate(data)
+        family = get_family(family_name)
+    except ConfigError as exc:
+        raise ConfigError(f"shield config {source} is invalid: model: {exc}") from None
+    try:
+        cfg = config_model(family_name).model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(
-            f"shield config {source} is invalid: {_describe(exc)}. See {DEFAULT_SHIELD_CONFIG.name} for every key and its unit"
-        ) from None
+        raise ConfigError(f"shield config {source} is invalid: {_describe(exc)}. {hint}") from None
+    problems = _check_units(cfg, family)
+    if problems:
+        raise ConfigError(f"shield config {source} is invalid: " + "; ".join(problems))
+    return cfg
 
 
 def load_shield_config(path: str | Path = DEFAULT_SHIELD_CONFIG) -> ShieldConfig:

@@ -34,7 +34,8 @@ class ShieldAdapter:
 
     def __init__(self, policy, sim, cfg: GotoEnvCfg, config_path=None):
         self.world = sim.world if sim.world is not None else training_arena(cfg)
-        self.shield = Shield.from_yaml(config_path, policy.robot, self.world, policy.contract.subgoal_radius_m)
+        self.shield = Shield.from_yaml(config_path, policy.robot, self.world, policy.contract.subgoal_radius_m,
+                                       action=policy.contract.action)
         self._units: dict[str, int] = {}
         self._count = 0
         self._goal: np.ndarray | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from robot_hrl.robots.quadrotor import QuadrotorParams
+from robot_hrl.robots.quadrotor.params import QuadrotorParams
 
 _ARM_LENGTH_M = 0.046
 """Centre to motor axis; 92 mm motor-to-motor diagonal (Bitcraze Crazyflie 2.1 datasheet;

@@ -1,16 +1,31 @@
-"""The shield units, in the order the composed shield runs them."""
+"""The robot-neutral shield units, by the name a shield YAML lists them under.
 
-from robot_hrl.safety.units.base import ShieldUnit, Tick
+A robot family adds its own units (a quadrotor: ``limits``; a differential drive:
+``velocity_limits``) in its shield family (robot_hrl.safety.families).
+"""
+
+from robot_hrl.safety.units.base import STAGES, ShieldContext, ShieldUnit, Tick
 from robot_hrl.safety.units.battery import BatteryUnit
 from robot_hrl.safety.units.command import LandRequestUnit
 from robot_hrl.safety.units.envelope import AltitudeUnit, GeofenceUnit
 from robot_hrl.safety.units.estop import EmergencyStopUnit
-from robot_hrl.safety.units.limits import LimitsUnit
 from robot_hrl.safety.units.obstacles import ObstacleUnit
 from robot_hrl.safety.units.subgoal import SubgoalUnit
 from robot_hrl.safety.units.watchdog import WatchdogUnit
 
+NEUTRAL_UNITS: dict[str, type[ShieldUnit]] = {
+    cls.name: cls
+    for cls in (EmergencyStopUnit, WatchdogUnit, BatteryUnit, LandRequestUnit, GeofenceUnit, AltitudeUnit, ObstacleUnit,
+                SubgoalUnit)
+}
+"""Units every robot may list: estop, watchdog, battery, command (land request), geofence, altitude,
+obstacles (over the robot's stopping model) and subgoal."""
+
+REQUIRED_UNITS = ("estop", "watchdog", "subgoal")
+"""Units every shield must list: the emergency stop, the watchdog (its state timeout decides what a
+fresh state is) and the subgoal filter (the contract's subgoal radius)."""
+
 __all__ = [
-    "AltitudeUnit", "BatteryUnit", "EmergencyStopUnit", "GeofenceUnit", "LandRequestUnit", "LimitsUnit", "ObstacleUnit", "ShieldUnit",
-    "SubgoalUnit", "Tick", "WatchdogUnit",
+    "AltitudeUnit", "BatteryUnit", "EmergencyStopUnit", "GeofenceUnit", "LandRequestUnit", "NEUTRAL_UNITS", "ObstacleUnit",
+    "REQUIRED_UNITS", "STAGES", "ShieldContext", "ShieldUnit", "SubgoalUnit", "Tick", "WatchdogUnit",
 ]

@@ -6,14 +6,37 @@ battery). Both conditions latch until ``Shield.reset_faults()``. No voltage (Non
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from robot_hrl.safety.records import ERROR, OK, WARN
-from robot_hrl.safety.units.base import ShieldUnit, Tick
+from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
+
+
+class BatteryCfg(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    hold_voltage_v: float = Field(gt=0.0)
+    land_voltage_v: float = Field(gt=0.0)
+    debounce_s: float = Field(ge=0.0)
+    hold_s: float = Field(ge=0.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "BatteryCfg":
+        if not self.land_voltage_v < self.hold_voltage_v:
+            raise ValueError(f"battery.land_voltage_v ({self.land_voltage_v}) must be below battery.hold_voltage_v ({self.hold_voltage_v})")
+        return self
 
 
 class BatteryUnit(ShieldUnit):
     name = "battery"
     constraints = ("low_battery_hold", "low_battery_land")
     description = "hold then land below battery.hold_voltage_v, land below battery.land_voltage_v"
+    stage = "input"
+    section = "battery"
+    config_model = BatteryCfg
+
+    @classmethod
+    def build(cls, ctx: ShieldContext) -> "BatteryUnit":
+        return cls(ctx.config)
 
     def __init__(self, cfg):
         super().__init__()
@@ -31,9 +54,10 @@ class BatteryUnit(ShieldUnit):
         self.land_latched = False
         self.voltage: float | None = None
 
-    def check_voltage(self, tick: Tick, voltage: float | None) -> None:
+    def check(self, tick: Tick) -> None:
         self.begin()
         now = tick.now
+        voltage = tick.battery_v
         if voltage is not None:
             self.voltage = voltage
             if not voltage == voltage:  # NaN: treat as unknown, keep latches
@@ -59,9 +83,6 @@ class BatteryUnit(ShieldUnit):
             tick.request_land(self, "low_battery_land")
         elif self.hold_started is not None:
             tick.request_hold(self, "low_battery_hold")
-
-    def check(self, tick: Tick) -> None:  # pragma: no cover - the shield calls check_voltage
-        raise TypeError("BatteryUnit is driven through check_voltage(); use Shield.step()")
 
     def status(self) -> tuple[int, str]:
         v = "unknown" if self.voltage is None else f"{self.voltage:.2f} V"

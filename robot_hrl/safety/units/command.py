@@ -13,7 +13,8 @@ from robot_hrl.safety.units.base import ShieldUnit, Tick
 class LandRequestUnit(ShieldUnit):
     name = "command"
     constraints = ("land_request",)
-    description = "land when asked to"
+    description = "land (a ground robot: stop) when asked to"
+    stage = "input"
 
     def __init__(self):
         super().__init__()

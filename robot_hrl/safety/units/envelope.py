@@ -1,39 +1,58 @@
 """Geofence and altitude, judged on the predicted stopping point rather than the position.
 
-With the command acting for the reaction time and the backup braking after it
-(:meth:`robot_hrl.safety.model.DynamicsModel.stopping_distance`), the robot must stand still
-inside the fence shrunk by ``geofence.margin_m`` plus the collision radius (x and y), and
-inside the altitude band (z). Otherwise the command is rejected and the backup holds the
-current position (brought inside the safe region). The stopping box
-(:func:`robot_hrl.safety.model.stopping_box`) takes the worst case of the commanded thrust and
-the thrust the motors are estimated to produce now, along the thrust axis now and once the
-body rates are stopped.
+With the command acting for the reaction time and the backup braking after it, the robot must
+stand still inside the fence shrunk by ``geofence.margin_m`` plus the collision radius (x and y),
+and inside the altitude band (z). Otherwise the command is rejected and the backup holds the
+current position (brought inside the safe region). The stopping box comes from the robot
+family's stopping model (:mod:`robot_hrl.safety.stopping`; a quadrotor's takes the worst case of
+the commanded thrust and the thrust the motors are estimated to produce now, along the thrust
+axis now and once the body rates are stopped).
 """
 
 from __future__ import annotations
 
-from robot_hrl.safety.model import DynamicsModel, stopping_box
-from robot_hrl.safety.units.base import ShieldUnit, Tick
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from robot_hrl.safety.stopping import StoppingModel, tick_stopping_box
+from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
+
+_STRICT = ConfigDict(frozen=True, extra="forbid")
 
 
-def tick_stopping_box(m: DynamicsModel, tick: Tick) -> tuple:
-    """The tick's stopping box, computed once per tick and shared by the envelope units."""
-    box = tick.stop_box
-    if box is None:
-        box = stopping_box(m, tick.p, tick.v, tick.r, tick.w, tick.cmd[0], tick.thrust_est)
-        tick.stop_box = box
-    return box
+class GeofenceCfg(BaseModel):
+    model_config = _STRICT
+    margin_m: float = Field(ge=0.0)
+
+
+class AltitudeCfg(BaseModel):
+    model_config = _STRICT
+    min_altitude_m: float = Field(ge=0.0)
+    max_altitude_m: float = Field(gt=0.0)
+    margin_m: float = Field(ge=0.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "AltitudeCfg":
+        if not self.min_altitude_m < self.max_altitude_m:
+            raise ValueError(f"altitude.min_altitude_m ({self.min_altitude_m}) must be below altitude.max_altitude_m ({self.max_altitude_m})")
+        return self
 
 
 class GeofenceUnit(ShieldUnit):
     name = "geofence"
     constraints = ("x_min", "x_max", "y_min", "y_max")
     description = "the predicted stopping point stays inside the horizontal fence"
+    stage = "envelope"
+    section = "geofence"
+    config_model = GeofenceCfg
 
-    def __init__(self, cfg, model: DynamicsModel, world):
+    @classmethod
+    def build(cls, ctx: ShieldContext) -> "GeofenceUnit":
+        return cls(ctx.config, ctx.model, ctx.world)
+
+    def __init__(self, cfg, model: StoppingModel, world):
         super().__init__()
         self.m = model
-        inset = cfg.geofence.margin_m + model.robot.collision_radius_m
+        inset = cfg.geofence.margin_m + model.collision_radius_m
         b = world.bounds
         self.x_lo, self.y_lo = b.min[0] + inset, b.min[1] + inset
         self.x_hi, self.y_hi = b.max[0] - inset, b.max[1] - inset
@@ -64,12 +83,19 @@ class AltitudeUnit(ShieldUnit):
     name = "altitude"
     constraints = ("floor", "ceiling")
     description = "the predicted stopping height stays inside the altitude band"
+    stage = "envelope"
+    section = "altitude"
+    config_model = AltitudeCfg
 
-    def __init__(self, cfg, model: DynamicsModel, world):
+    @classmethod
+    def build(cls, ctx: ShieldContext) -> "AltitudeUnit":
+        return cls(ctx.config, ctx.model, ctx.world)
+
+    def __init__(self, cfg, model: StoppingModel, world):
         super().__init__()
         self.m = model
         a = cfg.altitude
-        r = model.robot.collision_radius_m
+        r = model.collision_radius_m
         self.floor_z = world.bounds.min[2]
         self.z_lo = self.floor_z + a.min_altitude_m + a.margin_m
         self.z_hi = min(self.floor_z + a.max_altitude_m, world.bounds.max[2] - r) - a.margin_m

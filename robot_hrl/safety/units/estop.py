@@ -15,6 +15,7 @@ class EmergencyStopUnit(ShieldUnit):
     name = "estop"
     constraints = ("emergency_stop",)
     description = "motors off while the emergency stop is latched"
+    stage = "input"
 
     def __init__(self):
         super().__init__()
@@ -36,8 +37,7 @@ class EmergencyStopUnit(ShieldUnit):
     def check(self, tick: Tick) -> None:
         self.begin()
         if self.latched:
-            tick.motors_off = self
-            self.active_constraint = "emergency_stop"
+            tick.request_motors_off(self, "emergency_stop")
 
     def status(self) -> tuple[int, str]:
         if self.latched:

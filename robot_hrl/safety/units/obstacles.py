@@ -5,15 +5,14 @@ Distances are clearances: from the robot's centre to a box surface, minus the co
 * ``stop``: clearance below ``obstacles.stop_distance_m`` and moving toward the box: rejected,
   the backup holds. Moving away is allowed, so the robot can leave the zone.
 * ``slowdown``: clearance below ``obstacles.slowdown_distance_m``: the speed limit becomes
-  ``slowdown_ratio * limits.max_speed_mps``. A command whose predicted speed exceeds it while
-  growing has its collective thrust lowered to the largest value that keeps the predicted speed
-  at the limit, as Nav2's slowdown scales the velocity command (a clamp: the policy keeps
-  control and can leave the zone at the limited speed). The thrust is never lowered below
-  what holds the altitude (no descent is added next to a box) nor below what the motors still
-  produce; when that is not enough, the command is rejected (the backup brakes).
+  ``slowdown_ratio`` times the robot's speed limit. A command whose predicted speed exceeds it
+  while growing is slowed to the limit by the robot family's stopping model, as Nav2's slowdown
+  scales the velocity command (a clamp: the policy keeps control and can leave the zone at the
+  limited speed). A quadrotor lowers its collective thrust, never below what holds the altitude
+  (no descent is added next to a box) nor below what the motors still produce; a differential
+  drive scales its forward speed. When that is not enough, the command is rejected (the backup brakes).
 * ``approach``: the predicted stopping box (everywhere the robot can be before it stands
-  still; :func:`robot_hrl.safety.model.stopping_box`, shared with the geofence and altitude
-  units) must keep ``obstacles.approach_margin_m`` of clearance from every box, or, already
+  still; the stopping model's box, shared with the geofence and altitude units) must keep ``obstacles.approach_margin_m`` of clearance from every box, or, already
   closer than that, must come no closer than the robot is now; otherwise rejected (the
   backup brakes before the box). Nav2's approach polygon does the same with a
   time to collision.
@@ -25,9 +24,26 @@ from __future__ import annotations
 
 import math
 
-from robot_hrl.safety.model import DynamicsModel
-from robot_hrl.safety.units.base import ShieldUnit, Tick
-from robot_hrl.safety.units.envelope import tick_stopping_box
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from robot_hrl.safety.stopping import StoppingModel, tick_stopping_box
+from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
+
+
+class ObstaclesCfg(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    stop_distance_m: float = Field(ge=0.0)
+    slowdown_distance_m: float = Field(ge=0.0)
+    slowdown_ratio: float = Field(gt=0.0, le=1.0)
+    approach_margin_m: float = Field(ge=0.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ObstaclesCfg":
+        if self.slowdown_distance_m < self.stop_distance_m:
+            raise ValueError(
+                f"obstacles.slowdown_distance_m ({self.slowdown_distance_m}) must be >= obstacles.stop_distance_m ({self.stop_distance_m})"
+            )
+        return self
 
 
 def _inflate(box, d: float) -> tuple:
@@ -43,12 +59,19 @@ class ObstacleUnit(ShieldUnit):
     name = "obstacles"
     constraints = ("stop", "slowdown", "approach")
     description = "stop, slowdown and approach zones around the world's boxes"
+    stage = "envelope"
+    section = "obstacles"
+    config_model = ObstaclesCfg
 
-    def __init__(self, cfg, model: DynamicsModel, world):
+    @classmethod
+    def build(cls, ctx: ShieldContext) -> "ObstacleUnit":
+        return cls(ctx.config, ctx.model, ctx.world)
+
+    def __init__(self, cfg, model: StoppingModel, world):
         super().__init__()
         self.m = model
         o = cfg.obstacles
-        radius = model.robot.collision_radius_m
+        radius = model.collision_radius_m
         boxes = world.solid_boxes()
         self.names = tuple(getattr(b, "name", None) or getattr(b, "id", "box") for b in boxes)
         self.raw = tuple(_inflate(b, 0.0) for b in boxes)
@@ -57,8 +80,8 @@ class ObstacleUnit(ShieldUnit):
         self.approach_boxes = tuple(_inflate(b, radius + o.approach_margin_m) for b in boxes)
         self.margin = o.approach_margin_m
         self.radius = radius
-        self.slow_speed = o.slowdown_ratio * cfg.limits.max_speed_mps
-        self.speed_h = cfg.limits.speed_horizon_s
+        self.slow_speed = o.slowdown_ratio * model.max_speed_mps
+        self.speed_h = model.speed_horizon_s
 
     def _toward(self, i: int, p, v) -> float:
         raw = self.raw[i]
@@ -81,16 +104,17 @@ class ObstacleUnit(ShieldUnit):
                 tick.reject(self, "stop", f"in the stop zone of {self.names[i]!r}, moving toward it")
                 return
             speed = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-            vh = _predicted_speed(tick, self.m, self.speed_h)
+            vh = self.m.predicted_speed(tick, self.speed_h)
             if vh > self.slow_speed + 1e-6 and vh >= speed:
-                thrust = _slowdown_thrust(tick, self.m, self.speed_h, self.slow_speed)
-                if thrust is None:
+                before = tuple(tick.cmd)
+                slowed = self.m.slowdown(tick, self.speed_h, self.slow_speed)
+                if slowed is None:
                     tick.reject(self, "slowdown", f"predicted speed {vh:.2f} m/s > {self.slow_speed:.2f} m/s near {self.names[i]!r}")
                     return
-                before = tuple(tick.cmd)
-                tick.cmd[0] = thrust
+                cmd, change = slowed
+                tick.cmd[:] = cmd
                 tick.record(self, "slowdown", before, tuple(tick.cmd),
-                            detail=f"thrust {before[0]:.3f} -> {thrust:.3f} N: predicted speed {vh:.2f} -> {self.slow_speed:.2f} m/s near {self.names[i]!r}")
+                            detail=f"{change}: predicted speed {vh:.2f} -> {self.slow_speed:.2f} m/s near {self.names[i]!r}")
         x0, x1, y0, y1, z0, _, z1 = tick_stopping_box(self.m, tick)
         margin, radius = self.margin, self.radius
         for i, box in enumerate(self.approach_boxes):
@@ -111,37 +135,3 @@ class ObstacleUnit(ShieldUnit):
                 tick.reject(self, "approach", f"stopping box comes within {reach:.3f} m of {self.names[i]!r}")
                 return
 
-
-def _slowdown_thrust(tick: Tick, m: DynamicsModel, h: float, limit: float) -> float | None:
-    """The largest collective thrust below the command whose predicted speed is within ``limit``.
-
-    The predicted velocity ``v + h (T / m a - g e_z)`` (``a`` the thrust axis) reaches the
-    limit at the larger root of a quadratic in T. None when that thrust is below the altitude
-    hold thrust ``m g / a_z`` or below the motors' present thrust (lowering the command further
-    would not act in time, or would add a descent next to a box).
-    """
-    r, v = tick.r, tick.v
-    ax, ay, az = r[2], r[5], r[8]
-    wx, wy, wz = v[0], v[1], v[2] - h * m.g  # the predicted velocity without thrust
-    k = h / m.mass
-    along = wx * ax + wy * ay + wz * az
-    disc = along * along - (wx * wx + wy * wy + wz * wz) + limit * limit
-    if disc < 0.0:
-        return None
-    thrust = (-along + math.sqrt(disc)) / k
-    floor = tick.thrust_est
-    if az > 0.0:
-        floor = max(floor, m.mass * m.g / az)
-    if thrust < floor or thrust >= tick.cmd[0]:
-        return None
-    return thrust
-
-
-def _predicted_speed(tick: Tick, m: DynamicsModel, h: float) -> float:
-    r = tick.r
-    v = tick.v
-    acc = (tick.cmd[0] if tick.cmd[0] > tick.thrust_est else tick.thrust_est) / m.mass
-    px = v[0] + h * acc * r[2]
-    py = v[1] + h * acc * r[5]
-    pz = v[2] + h * (acc * r[8] - m.g)
-    return math.sqrt(px * px + py * py + pz * pz)

@@ -15,22 +15,45 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
+from robot_hrl.errors import ConfigError
 from robot_hrl.safety.records import Intervention
-from robot_hrl.safety.units.base import ShieldUnit, Tick
-from robot_hrl.safety.units.obstacles import _inflate, inside
+from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
+from robot_hrl.safety.units.obstacles import _inflate
+
+
+class SubgoalCfg(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    fence_margin_m: float = Field(ge=0.0)
+    obstacle_margin_m: float = Field(ge=0.0)
+    min_altitude_m: float = Field(ge=0.0)
+    max_altitude_m: float | None = Field(default=None, ge=0.0,
+                                         description="above the floor; None: the altitude unit's altitude.max_altitude_m")
 
 
 class SubgoalUnit(ShieldUnit):
     name = "subgoal"
     constraints = ("non_finite", "fence", "altitude", "radius", "obstacle", "fallback")
     description = "subgoals finite, inside the fence and altitude band, outside obstacles, within the subgoal radius"
+    stage = "subgoal"
+    section = "subgoal"
+    config_model = SubgoalCfg
+
+    @classmethod
+    def build(cls, ctx: ShieldContext) -> "SubgoalUnit":
+        cfg = ctx.config
+        top = cfg.subgoal.max_altitude_m
+        if top is None:
+            altitude = getattr(cfg, "altitude", None)
+            if altitude is None:
+                raise ConfigError("subgoal.max_altitude_m is needed: the shield config has no altitude section to take it from")
+            top = altitude.max_altitude_m
+        return cls(cfg, ctx.robot, ctx.world, ctx.subgoal_radius_m, ctx.world.bounds.min[2] + top)
 
     def __init__(self, cfg, robot, world, subgoal_radius_m: float, altitude_max_m: float):
         super().__init__()
         if not (isinstance(subgoal_radius_m, (int, float)) and math.isfinite(subgoal_radius_m) and subgoal_radius_m > 0):
-            from robot_hrl.errors import ConfigError
-
             raise ConfigError(f"subgoal_radius_m must be a positive finite number (the contract's), got {subgoal_radius_m!r}")
         s = cfg.subgoal
         inset = s.fence_margin_m + robot.collision_radius_m
@@ -38,9 +61,8 @@ class SubgoalUnit(ShieldUnit):
         self.lo = [b.min[0] + inset, b.min[1] + inset, b.min[2] + s.min_altitude_m]
         self.hi = [b.max[0] - inset, b.max[1] - inset, min(altitude_max_m, b.max[2] - inset)]
         for axis in range(3):
-            if not self.lo[axis] < self.hi[axis]:
-                from robot_hrl.errors import ConfigError
-
+            # x and y need room; z may be pinned (a ground robot's subgoals lie on the floor)
+            if not (self.lo[axis] < self.hi[axis] or axis == 2 and self.lo[axis] == self.hi[axis]):
                 raise ConfigError(
                     f"no subgoal can satisfy the fence on axis {'xyz'[axis]}: [{self.lo[axis]:.3f}, {self.hi[axis]:.3f}] m; "
                     "lower subgoal.fence_margin_m or subgoal.min_altitude_m"
@@ -49,8 +71,8 @@ class SubgoalUnit(ShieldUnit):
         self.boxes = tuple(_inflate(bx, robot.collision_radius_m + s.obstacle_margin_m) for bx in world.solid_boxes())
         self.names = tuple(getattr(bx, "name", None) or getattr(bx, "id", "box") for bx in world.solid_boxes())
 
-    def check(self, tick: Tick) -> None:  # pragma: no cover - subgoals are filtered on arrival
-        raise TypeError("SubgoalUnit filters subgoals through filter(); use Shield.filter_subgoal()")
+    def check(self, tick: Tick) -> None:
+        """Nothing per tick: subgoals are filtered on arrival (:meth:`filter`, ``Shield.filter_subgoal``)."""
 
     # ---- the constraints ------------------------------------------------------------------
     def in_fence(self, g) -> bool:

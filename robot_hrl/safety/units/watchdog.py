@@ -14,14 +14,31 @@ once landing has begun it stays latched until ``Shield.reset_faults()``.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from robot_hrl.safety.records import ERROR, OK, STALE, WARN
-from robot_hrl.safety.units.base import ShieldUnit, Tick
+from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
+
+
+class WatchdogCfg(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    state_timeout_s: float = Field(gt=0.0)
+    subgoal_timeout_s: float = Field(gt=0.0)
+    inference_deadline_s: float = Field(gt=0.0)
+    hold_s: float = Field(ge=0.0)
 
 
 class WatchdogUnit(ShieldUnit):
     name = "watchdog"
     constraints = ("stale_state", "stale_subgoal", "inference_deadline", "non_finite_output")
     description = "fresh state and subgoal, a policy on time with a finite output"
+    stage = "input"
+    section = "watchdog"
+    config_model = WatchdogCfg
+
+    @classmethod
+    def build(cls, ctx: ShieldContext) -> "WatchdogUnit":
+        return cls(ctx.config)
 
     def __init__(self, cfg):
         super().__init__()
@@ -38,11 +55,13 @@ class WatchdogUnit(ShieldUnit):
         self.state_stale_since = None
         self.subgoal_stale_since = None
 
-    def check_inputs(self, tick: Tick, state_ok: bool, state_age: float, subgoal_ok: bool, subgoal_age: float,
-                     inference_s: float, output_finite: bool) -> None:
-        """The shield computes the raw facts (finite, ages); this unit judges them."""
+    def check(self, tick: Tick) -> None:
+        """The shield computes the raw facts (finite, ages) into the tick; this unit judges them."""
         self.begin()
         now = tick.now
+        state_ok, state_age = tick.state_ok, tick.state_age
+        subgoal_ok, subgoal_age = tick.subgoal_ok, tick.subgoal_age
+        inference_s, output_finite = tick.inference_s, tick.output_finite
         self.state_age_s = state_age
         if not state_ok or state_age > self.state_timeout:
             if self.state_stale_since is None:
@@ -68,9 +87,6 @@ class WatchdogUnit(ShieldUnit):
         elif not inference_s <= self.deadline:  # also catches a NaN duration
             tick.policy_valid = False
             tick.reject(self, "inference_deadline", f"inference took {inference_s * 1e3:.2f} ms > {self.deadline * 1e3:.2f} ms")
-
-    def check(self, tick: Tick) -> None:  # pragma: no cover - the shield calls check_inputs
-        raise TypeError("WatchdogUnit is driven through check_inputs(); use Shield.step()")
 
     def status(self) -> tuple[int, str]:
         c = self.active_constraint

@@ -1,7 +1,9 @@
-"""Prior knowledge of the dynamics the shield units use: plain floats, no allocation.
+"""The quadrotor's shield model: prior knowledge of the dynamics the shield units use, plain floats, no allocation.
 
-* :class:`DynamicsModel`: the rigid-body constants of the robot (robot_hrl.robots), the action
-  mapping of the contract, and the decelerations the backup controller can brake with.
+* :class:`DynamicsModel`: the rigid-body constants of the robot (robot_hrl.robots), the bounds of
+  the contract's action mapping, and the decelerations the backup controller can brake with. It
+  meets the stopping-model protocol (robot_hrl.safety.stopping) the robot-neutral geofence,
+  altitude and obstacle units use, and the shield-model protocol (robot_hrl.safety.families).
 * :meth:`DynamicsModel.stopping_distance`: how far the robot travels toward a wall before it
   stands still, if the current command acts for the reaction time and the backup then brakes.
 * :class:`StatePredictor`: dead reckoning of the state from the commanded wrench, used by the
@@ -26,15 +28,42 @@ from __future__ import annotations
 
 import math
 
-from robot_hrl.contract.actions import action_bounds, goto_action_spec
-from robot_hrl.robots.quadrotor import STANDARD_GRAVITY_MPS2, QuadrotorParams
+from robot_hrl.contract.action_modes import ActionMap
+from robot_hrl.errors import ConfigError
+from robot_hrl.robots.quadrotor.params import STANDARD_GRAVITY_MPS2, QuadrotorParams
+from robot_hrl.safety.frames import rotation_from_quat  # noqa: F401  (the quadrotor code's name for it)
+
+
+def check_config_fits(cfg, robot: QuadrotorParams) -> None:
+    """Refuse limits beyond what the robot model can do (ConfigError naming each key)."""
+    problems = []
+    if robot.max_tilt_rad > 0 and math.radians(cfg.limits.max_tilt_deg) > robot.max_tilt_rad + 1e-9:
+        problems.append(
+            f"limits.max_tilt_deg {cfg.limits.max_tilt_deg} exceeds the robot model's max tilt {math.degrees(robot.max_tilt_rad):.1f} deg"
+        )
+    if robot.max_speed_mps > 0 and cfg.limits.max_speed_mps > robot.max_speed_mps + 1e-9:
+        problems.append(f"limits.max_speed_mps {cfg.limits.max_speed_mps} exceeds the robot model's {robot.max_speed_mps} m/s")
+    if cfg.limits.max_thrust_n > robot.max_total_thrust_n * (1 + 1e-3):
+        problems.append(f"limits.max_thrust_n {cfg.limits.max_thrust_n} exceeds the robot's maximum thrust {robot.max_total_thrust_n:.4f} N")
+    if cfg.limits.min_thrust_n >= robot.weight_n:
+        problems.append(f"limits.min_thrust_n {cfg.limits.min_thrust_n} N would not let the robot descend (weight {robot.weight_n:.4f} N)")
+    if cfg.stopping.motor_time_constant_s < robot.motor_time_constant_s - 1e-12:
+        problems.append(
+            f"stopping.motor_time_constant_s {cfg.stopping.motor_time_constant_s} s is faster than the robot model's "
+            f"{robot.motor_time_constant_s} s (the predictions must assume the slowest motor, not a faster one)"
+        )
+    if problems:
+        raise ConfigError("the shield config does not fit the robot: " + "; ".join(problems))
 
 
 class DynamicsModel:
     """Robot constants as floats, and the braking capability of the backup controller."""
 
-    def __init__(self, robot: QuadrotorParams, cfg, control_rate_hz: float):
+    def __init__(self, robot: QuadrotorParams, cfg, action: ActionMap):
         self.robot = robot
+        self.action = action
+        """The contract's action mapping (its bounds are the actuator range the units and the backup use)."""
+        control_rate_hz = cfg.control_rate_hz
         self.g = STANDARD_GRAVITY_MPS2
         self.mass = robot.mass_kg
         self.weight = robot.weight_n
@@ -45,12 +74,18 @@ class DynamicsModel:
         self.design_motor_tau = cfg.stopping.motor_time_constant_s
         """The motor time constant the safety predictions assume (the slowest motor designed for), s."""
         self.latency = cfg.stopping.actuation_latency_s
-        self.spec = goto_action_spec(robot)
-        low, high = action_bounds(self.spec)
-        self.low = tuple(float(v) for v in low)
-        self.high = tuple(float(v) for v in high)
-        self.half_span = tuple((h - lo) / 2.0 for lo, h in zip(self.low, self.high))
+        self.low = action.low
+        self.high = action.high
+        self.half_span = action.half_span
         self.max_total_thrust = robot.max_total_thrust_n
+        self.collision_radius_m = robot.collision_radius_m
+        self.max_speed_mps = cfg.limits.max_speed_mps
+        """The speed limit (limits.max_speed_mps): the obstacles' slowdown zone scales it."""
+        self.speed_horizon_s = cfg.limits.speed_horizon_s
+        self.estimate_gain = self.dt / (self.design_motor_tau + self.dt)
+        """Per-tick gain of the thrust and torque estimate: a lag of the outputs with the design (slowest) motor."""
+        self.reckoning_gain = self.dt / (self.motor_tau + self.dt)
+        """Per-tick gain of the dead reckoning's motor lag (the robot model's time constant)."""
         self.reaction_time = cfg.stopping.reaction_time_s
         self.vertical_reaction_time = cfg.stopping.vertical_reaction_time_s
         self.tilt_lag = self.design_motor_tau + self.dt + self.latency
@@ -70,20 +105,42 @@ class DynamicsModel:
         # stopping a climb: thrust down to the backup's minimum
         self.brake_down = frac * (self.g - backup_min_thrust / self.mass)
         if self.brake_up <= 0.0:
-            from robot_hrl.errors import ConfigError
-
             raise ConfigError(
                 f"the backup cannot stop a descent: max thrust {backup_max_thrust:.3f} N at {cfg.backup.max_tilt_deg} deg "
                 f"does not lift {self.weight:.3f} N; raise backup.max_thrust_fraction_of_max or lower backup.max_tilt_deg"
             )
 
-    # ---- action mapping (floats) ----------------------------------------------------------
-    def actions_to_wrench(self, a0: float, a1: float, a2: float, a3: float) -> list[float]:
-        lo, hs = self.low, self.half_span
-        return [lo[0] + (a0 + 1.0) * hs[0], lo[1] + (a1 + 1.0) * hs[1], lo[2] + (a2 + 1.0) * hs[2], lo[3] + (a3 + 1.0) * hs[3]]
-
+    # ---- commands ---------------------------------------------------------------------------
     def wrench_to_action(self, i: int, w: float) -> float:
-        return (w - self.low[i]) / self.half_span[i] - 1.0
+        """Wrench term ``i`` -> its normalized action, through the contract's mapping (not clipped)."""
+        return self.action.normalized_value(i, w)
+
+    def neutral_command(self) -> list[float]:
+        """Hover: the weight as thrust, no torque."""
+        return [self.weight, 0.0, 0.0, 0.0]
+
+    def blind_command(self) -> list[float]:
+        """No state to control with: level thrust slightly below hover, no torque."""
+        return [0.9 * self.weight, 0.0, 0.0, 0.0]
+
+    def off_command(self) -> list[float]:
+        return [0.0, 0.0, 0.0, 0.0]
+
+    # ---- the stopping-model protocol (robot_hrl.safety.stopping) ------------------------------
+    def stopping_box(self, tick) -> tuple:
+        """:func:`stopping_box` between the commanded thrust and the motors' estimated thrust."""
+        return stopping_box(self, tick.p, tick.v, tick.r, tick.w, tick.cmd[0], tick.est[0])
+
+    def predicted_speed(self, tick, horizon_s: float) -> float:
+        return predicted_speed(tick, self, horizon_s)
+
+    def slowdown(self, tick, horizon_s: float, limit_mps: float):
+        """The collective thrust lowered to :func:`slowdown_thrust` (or None)."""
+        thrust = slowdown_thrust(tick, self, horizon_s, limit_mps)
+        if thrust is None:
+            return None
+        cmd = tick.cmd
+        return [thrust, cmd[1], cmd[2], cmd[3]], f"thrust {cmd[0]:.3f} -> {thrust:.3f} N"
 
     # ---- stopping distance ----------------------------------------------------------------
     def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None) -> float:
@@ -220,10 +277,38 @@ class StatePredictor:
         self.q = [nq[0] / n, nq[1] / n, nq[2] / n, nq[3] / n]
 
 
-def rotation_from_quat(qw: float, qx: float, qy: float, qz: float) -> tuple:
-    """Body-to-world rotation matrix, row-major, as 9 floats."""
-    return (
-        1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy),
-        2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx),
-        2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy),
-    )
+def slowdown_thrust(tick, m: DynamicsModel, h: float, limit: float) -> float | None:
+    """The largest collective thrust below the command whose predicted speed is within ``limit``.
+
+    The predicted velocity ``v + h (T / m a - g e_z)`` (``a`` the thrust axis) reaches the
+    limit at the larger root of a quadratic in T. None when that thrust is below the altitude
+    hold thrust ``m g / a_z`` or below the motors' present thrust (lowering the command further
+    would not act in time, or would add a descent next to a box).
+    """
+    r, v = tick.r, tick.v
+    ax, ay, az = r[2], r[5], r[8]
+    wx, wy, wz = v[0], v[1], v[2] - h * m.g  # the predicted velocity without thrust
+    k = h / m.mass
+    along = wx * ax + wy * ay + wz * az
+    disc = along * along - (wx * wx + wy * wy + wz * wz) + limit * limit
+    if disc < 0.0:
+        return None
+    thrust = (-along + math.sqrt(disc)) / k
+    floor = tick.est[0]
+    if az > 0.0:
+        floor = max(floor, m.mass * m.g / az)
+    if thrust < floor or thrust >= tick.cmd[0]:
+        return None
+    return thrust
+
+
+def predicted_speed(tick, m: DynamicsModel, h: float) -> float:
+    """Speed ``h`` ahead with the larger of the commanded and the estimated thrust along body z."""
+    r = tick.r
+    v = tick.v
+    est = tick.est[0]
+    acc = (tick.cmd[0] if tick.cmd[0] > est else est) / m.mass
+    px = v[0] + h * acc * r[2]
+    py = v[1] + h * acc * r[5]
+    pz = v[2] + h * (acc * r[8] - m.g)
+    return math.sqrt(px * px + py * py + pz * pz)

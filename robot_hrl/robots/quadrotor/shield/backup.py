@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from robot_hrl.safety.model import DynamicsModel
+from robot_hrl.robots.quadrotor.shield.model import DynamicsModel
 
 
 class BackupController:
@@ -47,12 +47,19 @@ class BackupController:
         self.ki = b.velocity_integral_gain_per_s2
         self.i_max = b.integral_limit_mps2
         self.dt = model.dt
+        self.touchdown = b.touchdown_altitude_m
+        self.touchdown_speed = 1.5 * b.land_speed_mps
+        """Landed: within touchdown_altitude_m of the floor and no faster than this (m/s)."""
         self.reset()
 
     def reset(self) -> None:
         """Forget the integral and the last body rate (call when the backup takes over)."""
         self.integral_z = 0.0
         self.w_prev = None
+
+    def landed(self, tick, floor_z: float) -> bool:
+        """The landing is over: on the floor (within ``touchdown_altitude_m``) and slow."""
+        return tick.p[2] - floor_z <= self.touchdown and abs(tick.v[2]) <= self.touchdown_speed
 
     def command(self, p, v, r, w, target, land: bool = False) -> list[float]:
         """Wrench [thrust N, tau_x, tau_y, tau_z N m] that holds ``target`` (or lands below it).

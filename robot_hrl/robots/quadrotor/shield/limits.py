@@ -3,8 +3,8 @@
 In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
 
 1. ``actuator_range``: thrust in [limits.min_thrust_n, limits.max_thrust_n], torques in the
-   contract's range. (Normalized outputs beyond [-1, 1] are clipped by the contract's action
-   mapping itself; that is not counted as an intervention.)
+   contract's range (``contract.action``). (Normalized outputs beyond [-1, 1] are clipped by the
+   contract's action mapping itself; that is not counted as an intervention.)
 2. ``actuator_slew``: each normalized action moves at most ``max_action_slew_per_s * dt`` from
    the previous output.
 3. ``body_rate``: per axis, the rate predicted after the torque acts for
@@ -32,14 +32,22 @@ from __future__ import annotations
 
 import math
 
-from robot_hrl.safety.model import DynamicsModel
-from robot_hrl.safety.units.base import ShieldUnit, Tick
+from robot_hrl.robots.quadrotor.shield.config import LimitsCfg
+from robot_hrl.robots.quadrotor.shield.model import DynamicsModel
+from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
 
 
 class LimitsUnit(ShieldUnit):
     name = "limits"
     constraints = ("actuator_range", "actuator_slew", "body_rate", "attitude", "velocity")
     description = "actuator range and slew, body rate and attitude (clamped), speed (backup)"
+    stage = "command"
+    section = "limits"
+    config_model = LimitsCfg
+
+    @classmethod
+    def build(cls, ctx: ShieldContext) -> "LimitsUnit":
+        return cls(ctx.config, ctx.model)
 
     def __init__(self, cfg, model: DynamicsModel):
         super().__init__()
@@ -157,8 +165,8 @@ class LimitsUnit(ShieldUnit):
         if not tick.has_state:
             return
         # the rate the torque already in the motors still adds (slow motors keep pushing)
-        tw, ce = tick.w, tick.torque_est
-        w = (tw[0] + self.carried_rate(ce[0], 0), tw[1] + self.carried_rate(ce[1], 1), tw[2])
+        tw, ce = tick.w, tick.est
+        w = (tw[0] + self.carried_rate(ce[1], 0), tw[1] + self.carried_rate(ce[2], 1), tw[2])
         # 3. body rate: box on each torque, inside the slew box if possible, else the range
         box_lo = [0.0, 0.0, 0.0]
         box_hi = [0.0, 0.0, 0.0]
@@ -200,7 +208,7 @@ class LimitsUnit(ShieldUnit):
                     cmd[3] = -ym
                 tick.record(self, "attitude", before, tuple(cmd))
         # 5. velocity
-        speed_h, speed = self.predicted_speed(tick.v, tick.r, max(cmd[0], tick.thrust_est))
+        speed_h, speed = self.predicted_speed(tick.v, tick.r, max(cmd[0], tick.est[0]))
         if speed_h > self.max_speed and speed_h >= speed:
             tick.reject(self, "velocity", f"predicted speed {speed_h:.2f} m/s > {self.max_speed} m/s")
 

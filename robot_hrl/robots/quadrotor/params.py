@@ -4,6 +4,10 @@ The torch simulator, the PyBullet URDF generator, the shields' stopping-distance
 the Crazyflie C code's action mapping all read these numbers from here, so a change of
 airframe is one edit.
 
+A :class:`QuadrotorParams` is also a robot (robot_hrl.robots.base.Robot): its methods answer the
+protocol (the action spec sized from these numbers, the wrench command on ``/cmd_wrench``, the
+quadrotor shield). Methods are not dataclass fields, so the parameter hash does not see them.
+
 Conventions (REP 103): world frame ENU, body frame FLU (x forward, y left, z up), SI units.
 """
 
@@ -12,8 +16,18 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
+
+from robot_hrl.robots.base import CommandOutput, package_shield_config, resolve_mode
+
+if TYPE_CHECKING:
+    from robot_hrl.contract.schema import ActionSpec
+
+WRENCH_COMMAND_TOPIC = "/cmd_wrench"
+"""Where a quadrotor's collective thrust and body torques go (geometry_msgs/WrenchStamped, frame base_link)."""
 
 STANDARD_GRAVITY_MPS2: float = 9.80665
 """Standard gravity (CGPM 1901), m/s^2."""
@@ -108,3 +122,45 @@ class QuadrotorParams:
         payload = {k: v for k, v in asdict(self).items() if k != "sources"}
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+    # ---- the robot protocol (robot_hrl.robots.base.Robot) -------------------------------------
+    @property
+    def action_modes(self) -> tuple[str, ...]:
+        """Collective thrust and body torques (crazyflie-firmware controlModeForceTorque)."""
+        return ("collective_thrust_body_torque",)
+
+    def action_spec(self, mode: str | None = None) -> "ActionSpec":
+        """The action spec of ``mode`` (the only one: collective thrust and body torques), sized from
+        these parameters (:func:`robot_hrl.robots.quadrotor.actions.quadrotor_action_spec`)."""
+        resolve_mode(self, mode)
+        from robot_hrl.robots.quadrotor.actions import quadrotor_action_spec
+
+        return quadrotor_action_spec(self)
+
+    def neutral_command(self, mode: str | None = None) -> np.ndarray:
+        """Level hover at the nominal mass: [weight N, 0, 0, 0 N m]."""
+        resolve_mode(self, mode)
+        return np.array([self.weight_n, 0.0, 0.0, 0.0])
+
+    def command_output(self, mode: str | None = None) -> CommandOutput:
+        resolve_mode(self, mode)
+        return CommandOutput(WRENCH_COMMAND_TOPIC)
+
+    @property
+    def lands(self) -> bool:
+        """A quadrotor flies: a subgoal on the floor is a landing request."""
+        return True
+
+    @property
+    def shield_config_path(self) -> Path:
+        return package_shield_config(self.name)
+
+    @property
+    def shield_family(self) -> str:
+        return "robot_hrl.robots.quadrotor.shield"
+
+    def observation_terms(self) -> Mapping[str, Callable]:
+        """The rigid-body terms of robot_hrl.contract.observations (the simulator has a twin of each)."""
+        from robot_hrl.contract.observations import OBSERVATION_TERMS
+
+        return OBSERVATION_TERMS
