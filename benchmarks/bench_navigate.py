@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         planners = {"learned": lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0],
                     "reactive": lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()}
         t = time.perf_counter()
-        out["pybullet"] = evaluate_pybullet(planners, pb_rooms, args.skill)
+        out["pybullet"] = evaluate_pybullet(planners, pb_rooms, args.skill, contracts={"learned": contract})
         out["pybullet_wall_s"], out["pybullet_load1"] = time.perf_counter() - t, load1()
         plots.append(str(plot_results(out["pybullet"], out_dir, "navigate pybullet: success by density")))
     for sim in ("batched", "pybullet"):

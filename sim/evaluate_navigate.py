@@ -118,23 +118,38 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
 
 
 def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: float = 2.0, time_limit_s: float = 30.0,
-                 goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0) -> dict:
-    """One room in PyBullet: the goto skill through the runtime (OnnxPolicy), the rangers by rayTestBatch."""
-    from robot_hrl.contract.navigate import SubgoalActionSpec, compute_navigate_observation, navigate_observation_terms, subgoal_from_action
+                 goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0, contract=None) -> dict:
+    """One room in PyBullet: the goto skill through the runtime (OnnxPolicy), the rangers by rayTestBatch.
+
+    ``contract``: the learned level's NavigateContract (its observation, range memory, action mapping and
+    decision rate); None (a baseline): the memory-free observation and a ``max_offset_m`` offset radius."""
+    from robot_hrl.contract.navigate import (
+        compute_navigate_observation, navigate_observation_terms, offset_from_action, subgoal_from_offset,
+        subgoal_offset_action_spec,
+    )
     from robot_hrl.geometry import quat_from_euler_rpy
-    from robot_hrl.robots.crazyflie_2x.rangers import CRAZYFLIE_RANGERS
     from robot_hrl.runtime import OnnxPolicy
+    from robot_hrl.sensing import robot_range_sensors
+    from robot_hrl.sensing.memory import RangeMemory
     from sim.pybullet import PyBulletQuadrotorSim
     from sim.pybullet.ranging import PyBulletRangers, build_enclosure
     from sim.pybullet.scene import GROUND_NAME
 
     policy = OnnxPolicy(skill_path, provider="cpu")
-    terms = navigate_observation_terms(4.0, len(CRAZYFLIE_RANGERS), max_offset_m)
-    spec = SubgoalActionSpec(max_offset_m=max_offset_m, flight_height_m=room.start_w[2])
+    sensors = robot_range_sensors(policy.robot)
+    memory = None
+    if contract is None:
+        terms = navigate_observation_terms(max(s.max_range_m for s in sensors), len(sensors), max_offset_m)
+        action_spec = subgoal_offset_action_spec(max_offset_m)
+    else:
+        terms, action_spec, decision_rate_hz = contract.observations, contract.action, contract.decision_rate_hz
+        if contract.memory is not None:
+            memory = RangeMemory.from_spec(contract.memory, sensors)
+    memory_every = int(round(policy.control_rate_hz / (contract.memory.update_rate_hz if memory is not None else decision_rate_hz)))
     rng = np.random.default_rng(seed)
     with PyBulletQuadrotorSim(robot=policy.robot, world=room.world, control_hz=policy.control_rate_hz, seed=seed) as sim:
         build_enclosure(sim.bullet, room.world)
-        rangers = PyBulletRangers(sim.bullet, CRAZYFLIE_RANGERS, seed=seed)
+        rangers = PyBulletRangers(sim.bullet, sensors, seed=seed)
         yaw = rng.uniform(-np.pi, np.pi)
         state = sim.reset(room.start_w, quat_from_euler_rpy(0.0, 0.0, yaw))
         policy.reset()
@@ -143,22 +158,32 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
         per_decision = int(round(policy.control_rate_hz / decision_rate_hz))
         steps, path, collided, success, infer_s, decisions = 0, 0.0, False, False, 0.0, 0
         positions = [state.position_w.copy()]
+        ranges = rangers.readings(state.position_w, state.quat_wxyz)
+        if memory is not None:
+            memory.add(state.position_w, state.quat_wxyz, ranges)
         while steps < time_limit_s * policy.control_rate_hz and not (collided or success):
             if steps % per_decision == 0:
-                ranges = rangers.readings(state.position_w, state.quat_wxyz)
-                obs = compute_navigate_observation(terms, {"position_w": state.position_w, "quat_wxyz": state.quat_wxyz,
-                                                           "linear_velocity_w": state.linear_velocity_w, "goal_w": goal,
-                                                           "ranges_m": ranges, "last_subgoal_w": subgoal})
+                inputs = {"position_w": state.position_w, "quat_wxyz": state.quat_wxyz,
+                          "linear_velocity_w": state.linear_velocity_w, "goal_w": goal, "ranges_m": ranges,
+                          "last_subgoal_w": subgoal}
+                if memory is not None:
+                    inputs["range_memory_yaw"] = memory.sectors(state.position_w, state.quat_wxyz)[0]
+                obs = compute_navigate_observation(terms, inputs)
                 t = time.perf_counter()
                 action = planner(obs[None])[0]
                 infer_s += time.perf_counter() - t
                 decisions += 1
-                subgoal = subgoal_from_action(action, state.position_w, state.quat_wxyz, spec)
+                subgoal = subgoal_from_offset(offset_from_action(action, action_spec), state.position_w, state.quat_wxyz,
+                                              room.start_w[2])
             prev = state.position_w.copy()
             state = sim.step(policy.to_wrench(policy.step(state, subgoal)))
             steps += 1
             path += float(np.linalg.norm(state.position_w - prev))
             positions.append(state.position_w.copy())
+            if steps % memory_every == 0:  # the rangers at the rate the level was trained with (the batched env's)
+                ranges = rangers.readings(state.position_w, state.quat_wxyz)
+                if memory is not None:
+                    memory.add(state.position_w, state.quat_wxyz, ranges)
             collided = sim.collided() or any(c.body == GROUND_NAME for c in sim.collisions()) or not state.is_finite()
             success = (not collided) and float(np.linalg.norm(state.position_w - goal)) < goal_tolerance_m
     return {"room": room.name, "density": room.density, "success": bool(success), "collided": bool(collided),
@@ -166,7 +191,8 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
             "inference_s": infer_s / max(decisions, 1), "positions_w": np.asarray(positions)}
 
 
-def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0) -> dict:
+def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contracts: dict | None = None) -> dict:
+    """Every planner flies every room in PyBullet; ``contracts``: planner name -> its NavigateContract (learned ones)."""
     from tqdm import tqdm
 
     from sim.navigate_baselines import SymbolicCarrot
@@ -176,7 +202,7 @@ def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0) -> dict:
     for name, planner in planners.items():
         records = []
         for i, room in enumerate(tqdm(rooms, desc=f"pybullet {name}", unit="room", leave=False)):
-            r = fly_pybullet(room, planner, skill_path, seed + i)
+            r = fly_pybullet(room, planner, skill_path, seed + i, contract=(contracts or {}).get(name))
             r["symbolic_length_m"] = lengths[i]
             r.pop("positions_w")
             records.append(r)
@@ -247,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         if session is not None:
             planners["learned"] = lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0]
         planners["reactive"] = lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()
-        results = evaluate_pybullet(planners, rooms, args.skill, args.seed)
+        results = evaluate_pybullet(planners, rooms, args.skill, args.seed,
+                                    {"learned": contract} if session is not None else None)
     for name, r in results.items():
         for d, s in r["by_density"].items():
             print(f"{args.sim:8s} {name:18s} {d:7s} success {s['success_rate']:.3f} collisions {s['collision_rate']:.3f} "

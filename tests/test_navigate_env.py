@@ -10,7 +10,7 @@ import torch
 
 from robot_hrl.contract import goto_contract
 from robot_hrl.contract.navigate import (
-    NavigateContract, SubgoalActionSpec, compute_navigate_observation, contract_sha256, subgoal_from_action,
+    NavigateContract, compute_navigate_observation, contract_sha256, subgoal_from_action,
 )
 from robot_hrl.errors import ContractError, ObservationError
 from robot_hrl.geometry import quat_from_euler_rpy
@@ -39,7 +39,7 @@ def _random_inputs(rng, n):
     quat = np.array([quat_from_euler_rpy(*rng.uniform(-0.3, 0.3, 2), rng.uniform(-np.pi, np.pi)) for _ in range(n)])
     return {"position_w": rng.uniform(0, 10, (n, 3)), "quat_wxyz": quat, "linear_velocity_w": rng.normal(0, 2, (n, 3)),
             "goal_w": rng.uniform(-5, 15, (n, 3)), "ranges_m": rng.uniform(0, 5, (n, 6)),
-            "last_subgoal_w": rng.uniform(0, 10, (n, 3))}
+            "last_subgoal_w": rng.uniform(0, 10, (n, 3)), "range_memory_yaw": rng.uniform(0, 4, (n, 16))}
 
 
 def test_numpy_and_torch_terms_agree(env):
@@ -48,7 +48,7 @@ def test_numpy_and_torch_terms_agree(env):
     ours = compute_navigate_observation(env.observation_terms, x)
     theirs = torch_terms.compute_navigate_observation(env.observation_terms, {k: torch.tensor(v, dtype=torch.float32) for k, v in x.items()})
     np.testing.assert_allclose(ours, theirs.numpy(), atol=2e-4)
-    assert ours.shape == (500, 13)
+    assert ours.shape == (500, 13 + env.contract.memory.sectors)
     # the goal in the yaw frame: a robot facing +y sees a goal at +y straight ahead
     one = {k: v[:1].copy() for k, v in x.items()}
     one["quat_wxyz"] = quat_from_euler_rpy(0, 0, math.pi / 2)[None]
@@ -62,7 +62,7 @@ def test_numpy_and_torch_terms_agree(env):
 def test_contract_names_the_skill_and_refuses_another(env, tmp_path):
     c = env.contract
     assert NavigateContract.from_json(c.to_json()) == c
-    assert c.lower_skill.model_sha256 == env.skill.sha256 and c.action.max_offset_m <= c.lower_skill.subgoal_radius_m
+    assert c.lower_skill.model_sha256 == env.skill.sha256 and c.max_offset_m <= c.lower_skill.subgoal_radius_m
     assert c.sensors.names == ("front", "back", "left", "right", "up", "down")
     c.check_lower_skill(env.skill.contract, env.skill.sha256)
     other_rate = goto_contract(CRAZYFLIE_2X, control_rate_hz=50.0)
@@ -76,20 +76,21 @@ def test_contract_names_the_skill_and_refuses_another(env, tmp_path):
     with pytest.raises(ContractError, match="carries no contract"):
         NavigateContract.from_json("")
     data = c.model_dump(mode="json")
-    data["action"]["max_offset_m"] = 1.5
+    for t in data["action"]["terms"]:
+        t["low"], t["high"] = -1.5, 1.5
     with pytest.raises(ContractError, match="adjacency"):
         NavigateContract.from_json(__import__("json").dumps(data))
 
 
 def test_subgoals_stay_inside_the_subgoal_radius(env):
     rng = np.random.default_rng(1)
-    spec = env.action_spec
+    spec = env.contract
     x = _random_inputs(rng, 200)
     actions = rng.normal(0, 3, (200, 2))
     actions[:5] = [[np.nan, 1], [1, 1], [-1, -1], [0, 0], [1e9, -1e9]]
     sub = subgoal_from_action(actions, x["position_w"], x["quat_wxyz"], spec)
     assert np.all(np.linalg.norm(sub[:, :2] - x["position_w"][:, :2], axis=1) <= spec.max_offset_m + 1e-9)
-    assert np.all(sub[:, 2] == spec.flight_height_m)
+    assert np.all(sub[:, 2] == spec.subgoal.flight_height_m)
     # the environment maps actions the same way
     env.reset()
     a = torch.tensor(rng.uniform(-1.5, 1.5, (env.num_envs, 2)), dtype=torch.float32)
@@ -149,3 +150,28 @@ def test_bad_actions_and_configs_are_refused(env, pool, repo_root):
     with pytest.raises(ConfigError, match="must divide"):
         NavigateEnv(NavigateEnvCfg(skill_path=str(repo_root / "models/crazyflie_goto.onnx"), decision_rate_hz=3.0),
                     num_envs=2, pool=pool)
+
+
+def test_one_reader_for_both_kinds_and_each_refuses_the_other(env):
+    from robot_hrl.contract import PolicyContract, read_contract
+
+    assert read_contract(env.contract.to_json()) == env.contract
+    assert read_contract(env.skill.contract.to_json()) == env.skill.contract
+    with pytest.raises(ContractError, match="level above a skill"):
+        PolicyContract.from_json(env.contract.to_json())
+    with pytest.raises(ContractError, match="not valid JSON"):
+        read_contract("{nope")
+    data = env.contract.model_dump(mode="json")
+    data["memory"]["sectors"] = 3  # the observation's range_memory_yaw says 16
+    with pytest.raises(ContractError, match="range_memory_yaw"):
+        NavigateContract.from_json(__import__("json").dumps(data))
+
+
+def test_the_environment_remembers_what_its_rangers_hit(env):
+    env.reset()
+    assert torch.all(env.memory.count >= 0)
+    for _ in range(3):
+        obs, *_ = env.step(torch.zeros(env.num_envs, 2))
+    sectors = obs["policy"][:, -env.contract.memory.sectors:]
+    assert (env.memory.count > 0).any() and (sectors < env.contract.memory.range_m).any()
+    np.testing.assert_allclose(sectors.numpy(), env.memory.sectors(env.low.position_w, env.low.quat_wxyz).numpy(), atol=1e-6)

@@ -59,7 +59,7 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
     from sim.navigate_baselines import reactive_potential_field
 
     rooms = [generate_room(d, s, "eval") for d in ("sparse", "dense") for s in room_seeds("eval", 1)]  # (short episodes: a smoke run)
-    _, session = load_learned(trained / "nav.onnx", repo_root / "models/crazyflie_goto.onnx")
+    contract, session = load_learned(trained / "nav.onnx", repo_root / "models/crazyflie_goto.onnx")
     results = evaluate_batched(batched_planners(session, rooms), rooms, repo_root / "models/crazyflie_goto.onnx",
                                episode_length_s=4.0)
     assert set(results) == {"learned", "reactive", "symbolic_full_map"}
@@ -79,3 +79,7 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
         assert touched > 0.0
     if r["success"]:
         assert np.linalg.norm(path[-1] - np.array(room.goal_w)) < 0.3
+    # the learned level in PyBullet: its contract's observation (with the range memory) and decision rate
+    r = fly_pybullet(room, lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0],
+                     repo_root / "models/crazyflie_goto.onnx", seed=0, time_limit_s=2.0, contract=contract)
+    assert contract.memory is not None and r["success"] + r["collided"] + r["time_out"] == 1

@@ -20,6 +20,7 @@ from robot_hrl.contract.goto import (
     goto_observation_terms,
 )
 from robot_hrl.contract.observations import OBSERVATION_TERMS, compute_observation
+from robot_hrl.contract.reader import AnyContract, contract_kind, read_contract
 from robot_hrl.contract.schema import (
     CONTRACT_METADATA_KEY,
     CONTRACT_SCHEMA_VERSION,
@@ -43,7 +44,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "ACTION_MODES", "ActionMap", "ActionMode", "ActionSpec", "ActionTerm", "CONTRACT_METADATA_KEY",
+    "ACTION_MODES", "ActionMap", "AnyContract", "contract_kind", "read_contract", "ActionMode", "ActionSpec", "ActionTerm", "CONTRACT_METADATA_KEY",
     "CONTRACT_SCHEMA_VERSION", "DEFAULT_CONTROL_RATE_HZ", "DEFAULT_SUBGOAL_RADIUS_M", "GOTO_OBSERVATION_TERMS",
     "OBSERVATION_TERMS", "ObservationTerm", "PolicyContract", "RobotRef", "action_bounds", "action_map",
     "action_mismatches", "actions_to_wrench", "command_to_normalized", "compute_observation", "get_action_mode",

@@ -51,6 +51,10 @@ class ActionMode:
     clip: bool = True
     """Normalized outputs are clipped to [-1, 1] before the mapping."""
     description: str = ""
+    subgoal: bool = False
+    """The command is a subgoal for a lower skill (a level above a skill: robot_hrl.contract.navigate), not
+    an actuator command: the planner node sends it on ``/subgoal`` and the lower skill's shield checks it.
+    A robot never executes such a mode directly; the contract reader dispatches on this flag."""
 
     @property
     def size(self) -> int | None:
@@ -108,6 +112,22 @@ JOINT_POSITION = register_action_mode(ActionMode(
     clip=False,
     description="joint position targets (rad), one term per joint, offset + scale * a as Isaac Lab's "
                 "JointPositionAction (no clipping); no command output in this runtime yet",
+))
+
+
+SUBGOAL_OFFSET = register_action_mode(ActionMode(
+    name="subgoal_offset",
+    message_type="geometry_msgs/msg/PoseStamped",
+    message_fields=("pose.position.x", "pose.position.y"),
+    target_modes=("lower_skill",),
+    term_units=("m", "m"),
+    subgoal=True,
+    description="the next subgoal of a level above a skill, as a horizontal offset (m) from the robot in its yaw "
+                "frame: each term maps onto [-R, R] with R the level's offset radius (at most the lower skill's "
+                "subgoal radius: the HRAC adjacency constraint), then the offset is projected onto the disc of "
+                "radius R, rotated into the world and added to the position (robot_hrl.contract.navigate."
+                "subgoal_from_action); the planner node sends it as geometry_msgs/msg/PoseStamped on /subgoal, at "
+                "the level's flight height, and the lower skill named by the contract flies it",
 ))
 
 

@@ -1,41 +1,45 @@
-"""PROPOSAL: the contract of a learned high level, skill ``navigate``, and its numpy observation terms.
+"""The contract of a learned level above a skill (skill ``navigate``), and its numpy observation terms.
 
-``PolicyContract`` describes a skill whose actions are actuator commands
-(``ActionSpec.mode = collective_thrust_body_torque``). A level above it outputs a subgoal, and it
-must name the skill it was trained over. Until the contract package is generalized (issue 20:
-an action-mode registry, robot-neutral fields), this module holds what the ``navigate`` level
-needs, reusing ``ObservationTerm`` and ``RobotRef``:
+Levels are skills too (DESIGN.md): a ``navigate`` level observes the goal, the ranges, the velocity,
+the last subgoal and a memory of range hits, and outputs the next subgoal of the skill below it.
+Its contract is a :class:`NavigateContract`:
 
-- ``action``: :class:`SubgoalActionSpec`: 2 outputs in [-1, 1] -> a horizontal offset from the
-  robot's position, in its yaw frame, scaled by ``max_offset_m`` and projected onto the disc of
-  that radius (the HRAC adjacency constraint: ``max_offset_m <= lower_skill.subgoal_radius_m``);
-  the subgoal's altitude is ``flight_height_m``.
-- ``lower_skill``: :class:`LowerSkillRef`: the skill name, the sha256 of its ONNX file and of its
-  contract JSON, its subgoal radius and control rate; :meth:`NavigateContract.lower_skill_mismatches`
-  lists every way a given goto model differs, and the runtime must refuse the pair.
-- ``sensors``: the names of the range sensors in the order of the ``ranges_m`` term, and the hash
-  of their full description (``robot_hrl.sensing.sensor_suite_sha256``).
-- ``decision_rate_hz``: how often the level decides (the lower skill runs at its own rate).
+- ``action``: an :class:`~robot_hrl.contract.schema.ActionSpec` in the registered action mode
+  ``subgoal_offset`` (robot_hrl.contract.action_modes): two outputs in [-1, 1] -> a horizontal
+  offset from the robot in its yaw frame, each term on [-R, R] (the one action mapping,
+  ``normalized_to_command``), then projected onto the disc of radius R. R is at most the lower
+  skill's subgoal radius: the HRAC adjacency constraint, checked when the contract is read.
+- ``subgoal``: how the offset becomes a subgoal (frame, projection, the flight height).
+- ``lower_skill``: the skill it was trained over, by name, the sha256 of its ONNX file and of its
+  contract JSON, its subgoal radius and control rate. :meth:`NavigateContract.check_lower_skill`
+  refuses any other goto model; the planner node and the evaluation call it before flying.
+- ``sensors``: the range sensors in the order of the ``ranges_m`` term, and the suite's hash.
+- ``memory``: the range memory's parameters (robot_hrl.sensing.memory; the ``range_memory_yaw`` term).
+- ``decision_rate_hz``: how often the level decides.
 
-The contract JSON is stored under the same metadata key as every contract
-(``robot_hrl.contract``); ``skill`` tells the two kinds apart. The observation terms below have
-torch twins in ``sim/envs/terms/navigate_observations.py`` (parity: tests/test_navigate_env.py).
+Every contract is stored under the one metadata key (``robot_hrl.contract``);
+:func:`robot_hrl.contract.read_contract` reads either kind (a discriminated union on the action
+mode), and each kind's ``from_json`` refuses the other with an error that says what to do.
+
+The observation terms have torch twins in ``sim/envs/terms/navigate_observations.py`` and
+``sim/envs/terms/navigate_memory.py`` (parity: tests/test_navigate_env.py, tests/test_navigate_memory.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from typing import Callable, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from robot_hrl.contract.schema import CONTRACT_METADATA_KEY, Conventions, ObservationTerm, PolicyContract, RobotRef
+from robot_hrl.contract.action_modes import ACTION_MODES, SUBGOAL_OFFSET, normalized_to_command
+from robot_hrl.contract.schema import CONTRACT_METADATA_KEY, ActionSpec, ActionTerm, Conventions, ObservationTerm, PolicyContract, RobotRef
 from robot_hrl.errors import ContractError, ObservationError
 
-NAVIGATE_SCHEMA_VERSION = 1
+NAVIGATE_SCHEMA_VERSION = 2
+"""1: phase 1's proposal (its own action spec); 2: the registered ``subgoal_offset`` mode and the range memory."""
 NAVIGATE_METADATA_KEY = CONTRACT_METADATA_KEY
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -44,9 +48,22 @@ GOAL_CLIP_M = 8.0
 SPEED_CLIP_MPS = 3.0
 
 
-def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m: float) -> tuple[ObservationTerm, ...]:
-    """The ordered observation of the ``navigate`` level."""
-    return (
+class RangeMemorySpec(BaseModel):
+    """The range memory (robot_hrl.sensing.memory): which sensors feed it, how it is kept and read."""
+
+    model_config = _FROZEN
+    sensors: tuple[str, ...] = Field(description="the rangers whose hits are remembered, in this order")
+    capacity: int = Field(gt=0, description="points kept (a ring)")
+    min_spacing_m: float = Field(ge=0.0, description="a hit this close to a remembered point is not added")
+    sectors: int = Field(gt=0, description="sectors around the robot, sector 0 straight ahead")
+    range_m: float = Field(gt=0.0, description="a sector with no point nearer reads this")
+    update_rate_hz: float = Field(gt=0.0, description="how often the readings are added (the rangers' rate)")
+
+
+def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m: float,
+                               memory: RangeMemorySpec | None = None) -> tuple[ObservationTerm, ...]:
+    """The ordered observation of the ``navigate`` level (with the memory's sectors when ``memory`` is given)."""
+    terms = (
         ObservationTerm(name="goal_yaw", size=2, frame="yaw", units="m", clip=(-GOAL_CLIP_M, GOAL_CLIP_M),
                         description="goal minus position, horizontal, in the robot's yaw frame"),
         ObservationTerm(name="ranges_m", size=num_ranges, frame="body_flu", units="m", clip=(0.0, max_range_m),
@@ -56,15 +73,29 @@ def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m
         ObservationTerm(name="last_subgoal_yaw", size=2, frame="yaw", units="m", clip=(-2.0 * max_offset_m, 2.0 * max_offset_m),
                         description="the last subgoal minus position, horizontal, in the robot's yaw frame"),
     )
+    if memory is not None:
+        terms += (ObservationTerm(name="range_memory_yaw", size=memory.sectors, frame="yaw", units="m",
+                                  clip=(0.0, memory.range_m),
+                                  description="nearest remembered range hit per sector around the robot (sector 0 ahead, "
+                                              "counter-clockwise); robot_hrl.sensing.memory"),)
+    return terms
 
 
-class SubgoalActionSpec(BaseModel):
-    """Normalized outputs -> the next subgoal."""
+def subgoal_offset_action_spec(max_offset_m: float) -> ActionSpec:
+    """The ``subgoal_offset`` action spec of a level whose subgoals lie within ``max_offset_m``."""
+    r = float(max_offset_m)
+    return ActionSpec(mode=SUBGOAL_OFFSET.name, terms=(ActionTerm(name="offset_x_yaw", units="m", low=-r, high=r),
+                                                       ActionTerm(name="offset_y_yaw", units="m", low=-r, high=r)))
+
+
+class SubgoalSpec(BaseModel):
+    """How the action's offset becomes the subgoal sent to the lower skill."""
 
     model_config = _FROZEN
-    mode: Literal["subgoal_offset_yaw"] = "subgoal_offset_yaw"
-    size: Literal[2] = 2
-    max_offset_m: float = Field(gt=0, description="offset radius; outputs are scaled by it and projected onto its disc")
+    frame: Literal["yaw"] = "yaw"
+    """The offset is in the robot's yaw frame (x ahead, y left, horizontal)."""
+    projection: Literal["disc"] = "disc"
+    """The offset is projected onto the disc of the offset radius (the terms alone span a square)."""
     flight_height_m: float = Field(gt=0, description="altitude of every subgoal, m (world ENU z)")
 
 
@@ -89,30 +120,56 @@ class NavigateContract(BaseModel):
     """The contract of a ``navigate`` level."""
 
     model_config = _FROZEN
-    schema_version: int = NAVIGATE_SCHEMA_VERSION
+    schema_version: Literal[2] = NAVIGATE_SCHEMA_VERSION
     skill: Literal["navigate"] = "navigate"
     robot: RobotRef
     decision_rate_hz: float = Field(gt=0)
     observations: tuple[ObservationTerm, ...]
-    action: SubgoalActionSpec
+    action: ActionSpec
+    subgoal: SubgoalSpec
     lower_skill: LowerSkillRef
     sensors: SensorSuiteRef
+    memory: RangeMemorySpec | None = None
     conventions: Conventions = Conventions()
 
     @model_validator(mode="after")
     def _adjacent(self) -> "NavigateContract":
-        if self.action.max_offset_m > self.lower_skill.subgoal_radius_m + 1e-9:
-            raise ValueError(f"action.max_offset_m {self.action.max_offset_m} exceeds the lower skill's subgoal radius "
-                             f"{self.lower_skill.subgoal_radius_m} (the adjacency constraint)")
+        mode = ACTION_MODES[self.action.mode]
+        if not mode.subgoal:
+            raise ValueError(f"action mode {self.action.mode!r} commands the robot, not a subgoal; a navigate level "
+                             f"outputs mode {SUBGOAL_OFFSET.name!r}")
+        lows, highs = [t.low for t in self.action.terms], [t.high for t in self.action.terms]
+        r = highs[0]
+        if any(abs(h - r) > 1e-12 or abs(lo + r) > 1e-12 for lo, h in zip(lows, highs)):
+            raise ValueError(f"the subgoal offset terms must all span [-R, R] with one R, got {list(zip(lows, highs))}")
+        if r > self.lower_skill.subgoal_radius_m + 1e-9:
+            raise ValueError(f"the subgoal offset radius {r} m exceeds the lower skill's subgoal radius "
+                             f"{self.lower_skill.subgoal_radius_m} m (the adjacency constraint)")
         ranges = [t for t in self.observations if t.name == "ranges_m"]
         if ranges and ranges[0].size != len(self.sensors.names):
             raise ValueError(f"observation ranges_m has size {ranges[0].size} but the contract names "
                              f"{len(self.sensors.names)} sensors")
+        memory = [t for t in self.observations if t.name == "range_memory_yaw"]
+        if memory and (self.memory is None or memory[0].size != self.memory.sectors):
+            raise ValueError("observation range_memory_yaw needs the contract's memory section with as many sectors as its size")
+        if self.memory is not None:
+            unknown = [n for n in self.memory.sensors if n not in self.sensors.names]
+            if unknown:
+                raise ValueError(f"memory sensors {unknown} are not among the contract's sensors {list(self.sensors.names)}")
         return self
 
     @property
     def observation_size(self) -> int:
         return sum(t.size for t in self.observations)
+
+    @property
+    def action_size(self) -> int:
+        return self.action.size
+
+    @property
+    def max_offset_m(self) -> float:
+        """The offset radius R (the subgoal lies within R of the robot)."""
+        return float(self.action.terms[0].high)
 
     def to_json(self) -> str:
         return self.model_dump_json()
@@ -128,15 +185,17 @@ class NavigateContract(BaseModel):
             raise ContractError(f"the contract is not valid JSON ({exc}); re-export the model") from exc
         if not isinstance(data, dict) or data.get("skill") != "navigate":
             raise ContractError(f"this is the contract of skill {data.get('skill') if isinstance(data, dict) else None!r}, "
-                                "not of a navigate level; give the navigation model")
+                                "not of a navigate level; give the navigation model (e.g. models/crazyflie_navigate.onnx)")
         if data.get("schema_version") != NAVIGATE_SCHEMA_VERSION:
             raise ContractError(f"navigate contract schema_version {data.get('schema_version')!r} is not supported "
-                                f"(this runtime reads {NAVIGATE_SCHEMA_VERSION}); re-export the model")
+                                f"(this runtime reads {NAVIGATE_SCHEMA_VERSION}); retrain or re-export the level with "
+                                "`python sim/train_navigate.py`")
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
             raise ContractError(f"the navigate contract is malformed: {exc}; re-export the model") from exc
 
+    # ---- the pair ---------------------------------------------------------------------------------
     def lower_skill_mismatches(self, lower: PolicyContract, model_sha256: str | None = None) -> list[str]:
         """Every way the given lower skill differs from the one this level was trained over."""
         ref, problems = self.lower_skill, []
@@ -160,6 +219,24 @@ class NavigateContract(BaseModel):
         if problems:
             raise ContractError("the navigation model does not fit this goto skill: " + "; ".join(problems))
 
+    def robot_mismatches(self, robot) -> list[str]:
+        """How the level disagrees with the robot it is started for (name, parameter hash, range sensors)."""
+        from robot_hrl.sensing import robot_range_sensors, sensor_suite_sha256
+
+        problems = []
+        if self.robot.name != robot.name:
+            problems.append(f"robot: level trained for {self.robot.name!r}, started for {robot.name!r}")
+        elif self.robot.params_sha256 != robot.params_sha256():
+            problems.append(f"robot parameters: level trained on hash {self.robot.params_sha256[:12]}, the runtime's "
+                            f"{robot.name} hashes to {robot.params_sha256()[:12]}")
+        sensors = robot_range_sensors(robot)
+        if not sensors:
+            problems.append(f"robot {robot.name!r} describes no range sensors; the level needs {list(self.sensors.names)}")
+        elif tuple(s.name for s in sensors) != self.sensors.names or sensor_suite_sha256(sensors) != self.sensors.sha256:
+            problems.append(f"range sensors: level trained with {list(self.sensors.names)} (hash {self.sensors.sha256[:12]}), "
+                            f"robot has {[s.name for s in sensors]} (hash {sensor_suite_sha256(sensors)[:12]})")
+        return problems
+
 
 def contract_sha256(contract: PolicyContract) -> str:
     """A hash of a skill contract's canonical JSON."""
@@ -168,7 +245,8 @@ def contract_sha256(contract: PolicyContract) -> str:
 
 # ---- numpy observation terms (the runtime side; inputs may carry batch dimensions) ---------------
 NavigateInputs = dict[str, np.ndarray]
-"""Keys: position_w (3), quat_wxyz (4), linear_velocity_w (3), goal_w (3), ranges_m (S), last_subgoal_w (3)."""
+"""Keys: position_w (3), quat_wxyz (4), linear_velocity_w (3), goal_w (3), ranges_m (S), last_subgoal_w (3),
+and range_memory_yaw (K: the memory's sectors, robot_hrl.sensing.memory.RangeMemory.sectors) when the contract has it."""
 
 
 def yaw_from_quat(q_wxyz: np.ndarray) -> np.ndarray:
@@ -199,8 +277,13 @@ def last_subgoal_yaw(x: NavigateInputs) -> np.ndarray:
     return world_to_yaw(x["last_subgoal_w"] - x["position_w"], yaw_from_quat(x["quat_wxyz"]))
 
 
+def range_memory_yaw(x: NavigateInputs) -> np.ndarray:
+    """The memory's sectors (robot_hrl.sensing.memory.RangeMemory.sectors), read by the caller that keeps the memory."""
+    return np.asarray(x["range_memory_yaw"], dtype=np.float64)
+
+
 NAVIGATE_OBSERVATION_FUNCTIONS: dict[str, Callable[[NavigateInputs], np.ndarray]] = {
-    f.__name__: f for f in (goal_yaw, ranges_m, velocity_yaw, last_subgoal_yaw)
+    f.__name__: f for f in (goal_yaw, ranges_m, velocity_yaw, last_subgoal_yaw, range_memory_yaw)
 }
 
 
@@ -223,15 +306,31 @@ def compute_navigate_observation(terms, inputs: NavigateInputs) -> np.ndarray:
     return obs.astype(np.float32)
 
 
-def subgoal_from_action(action: np.ndarray, position_w: np.ndarray, quat_wxyz: np.ndarray, spec: SubgoalActionSpec) -> np.ndarray:
-    """Normalized action (..., 2) -> subgoal (..., 3), world ENU: offset in the yaw frame, inside the disc."""
-    a = np.clip(np.nan_to_num(np.asarray(action, dtype=np.float64), nan=0.0), -1.0, 1.0) * spec.max_offset_m
-    norm = np.linalg.norm(a, axis=-1, keepdims=True)
-    a = a * np.minimum(1.0, spec.max_offset_m / np.maximum(norm, 1e-12))
+def offset_from_action(action, action_spec: ActionSpec) -> np.ndarray:
+    """Normalized actions (..., 2) -> the offset in the yaw frame (..., 2), m: the action mapping
+    (``normalized_to_command``), a non-finite output as 0 (+-inf as +-1), then projected onto the disc of the
+    offset radius R (the terms' common bound)."""
+    a = np.nan_to_num(np.asarray(action, dtype=np.float64), nan=0.0, posinf=1.0, neginf=-1.0)
+    offset = normalized_to_command(action_spec, a)
+    r = float(action_spec.terms[0].high)
+    norm = np.linalg.norm(offset, axis=-1, keepdims=True)
+    return offset * np.minimum(1.0, r / np.maximum(norm, 1e-12))
+
+
+def subgoal_from_offset(offset_yaw: np.ndarray, position_w: np.ndarray, quat_wxyz: np.ndarray, flight_height_m: float) -> np.ndarray:
+    """An offset (..., 2) in the yaw frame -> the subgoal (..., 3), world ENU: rotated by the yaw, added to the
+    position, at the flight height."""
+    a = np.asarray(offset_yaw, dtype=np.float64)
     yaw = yaw_from_quat(quat_wxyz)
     c, s = np.cos(yaw), np.sin(yaw)
     p = np.asarray(position_w, dtype=np.float64)
     x = p[..., 0] + c * a[..., 0] - s * a[..., 1]
     y = p[..., 1] + s * a[..., 0] + c * a[..., 1]
-    return np.stack((x, y, np.full_like(x, spec.flight_height_m)), axis=-1)
+    return np.stack((x, y, np.full_like(x, flight_height_m)), axis=-1)
 
+
+def subgoal_from_action(action: np.ndarray, position_w: np.ndarray, quat_wxyz: np.ndarray,
+                        contract: NavigateContract) -> np.ndarray:
+    """Normalized action (..., 2) -> subgoal (..., 3), world ENU, as the contract maps it."""
+    return subgoal_from_offset(offset_from_action(action, contract.action), position_w, quat_wxyz,
+                               contract.subgoal.flight_height_m)

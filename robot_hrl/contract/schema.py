@@ -148,6 +148,11 @@ class PolicyContract(BaseModel):
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ContractError(f"the contract is not valid JSON ({exc}); re-export the model") from exc
+        if isinstance(data, dict):
+            from robot_hrl.contract.reader import LEVEL, contract_kind, level_refusal
+
+            if contract_kind(data) == LEVEL:
+                raise ContractError(level_refusal(data))
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != CONTRACT_SCHEMA_VERSION:
             raise ContractError(

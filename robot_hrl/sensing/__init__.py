@@ -12,5 +12,7 @@ from robot_hrl.sensing.range import (
     ray_directions_b,
     sensor_suite_sha256,
 )
+from robot_hrl.sensing.robot import range_sensor, robot_range_sensors
 
-__all__ = ["ExponentialRangeNoise", "RangeSensorSpec", "range_message", "ray_directions_b", "sensor_suite_sha256"]
+__all__ = ["ExponentialRangeNoise", "RangeSensorSpec", "range_message", "range_sensor", "ray_directions_b", "robot_range_sensors",
+           "sensor_suite_sha256"]

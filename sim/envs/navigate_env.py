@@ -19,18 +19,20 @@ import torch
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
+from robot_hrl.contract import normalized_to_command
 from robot_hrl.contract.navigate import (
-    LowerSkillRef, NavigateContract, SensorSuiteRef, SubgoalActionSpec, contract_sha256, navigate_observation_terms,
+    LowerSkillRef, NavigateContract, RangeMemorySpec, SensorSuiteRef, SubgoalSpec, contract_sha256, navigate_observation_terms,
+    subgoal_offset_action_spec,
 )
 from robot_hrl.errors import ConfigError
-from robot_hrl.robots.crazyflie_2x.rangers import CRAZYFLIE_RANGERS
-from robot_hrl.sensing import sensor_suite_sha256
+from robot_hrl.sensing import robot_range_sensors, sensor_suite_sha256
 from robot_hrl.world.rooms import DENSITIES, generate_room, room_seeds
 from sim.envs.frozen_skill import FrozenSkill
 from sim.envs.nav_low_level import SkillDrivenQuadrotor
 from sim.envs.nav_rooms import RoomPool
 from sim.envs.navigate_env_cfg import NavigateEnvCfg
 from sim.envs.ranging import RangeSensorArray
+from sim.envs.terms.navigate_memory import TorchRangeMemory
 from sim.envs.terms.navigate_observations import compute_navigate_observation, world_to_yaw, yaw_from_quat, yaw_to_world
 
 
@@ -64,18 +66,37 @@ class NavigateEnv(VecEnv):
         self.max_episode_length = int(round(cfg.episode_length_s * cfg.decision_rate_hz))
         self.low = SkillDrivenQuadrotor(self.skill, self.num_envs, self.device, seed, cfg.randomize, cfg.native)
         self.robot = self.low.robot
-        self.sensors = CRAZYFLIE_RANGERS
+        self.sensors = robot_range_sensors(self.robot)
+        if not self.sensors:
+            raise ConfigError(f"robot {self.robot.name!r} carries no range sensors (robot_hrl.sensing.robot_range_sensors)")
         self.rangers = RangeSensorArray.from_specs(self.sensors, cfg.rays_per_sensor, self.device)
         max_offset = cfg.max_offset_fraction * self.skill.contract.subgoal_radius_m
-        self.action_spec = SubgoalActionSpec(max_offset_m=max_offset, flight_height_m=cfg.flight_height_m)
-        self.observation_terms = navigate_observation_terms(max(s.max_range_m for s in self.sensors), len(self.sensors), max_offset)
+        self.action_spec = subgoal_offset_action_spec(max_offset)
+        m = cfg.memory
+        memory = None
+        if m.enabled:
+            rate = m.update_rate_hz or cfg.decision_rate_hz
+            memory = RangeMemorySpec(sensors=tuple(m.sensors), capacity=m.capacity, min_spacing_m=m.min_spacing_m,
+                                     sectors=m.sectors, range_m=m.range_m, update_rate_hz=rate)
+            every = self.skill.contract.control_rate_hz / rate
+            if abs(every - round(every)) > 1e-9 or self.low_steps % round(every):
+                raise ConfigError(f"memory update_rate_hz {rate} must divide the skill's control rate and be a multiple "
+                                  f"of the decision rate {cfg.decision_rate_hz} Hz")
+            self.memory_every = int(round(every))
+            self.memory = TorchRangeMemory.from_spec(memory, self.sensors, self.num_envs, self.device)
+        else:
+            self.memory_every, self.memory = self.low_steps, None
+        self.observation_terms = navigate_observation_terms(max(s.max_range_m for s in self.sensors), len(self.sensors),
+                                                            max_offset, memory)
         self.contract = NavigateContract(
             robot=self.skill.contract.robot, decision_rate_hz=cfg.decision_rate_hz, observations=self.observation_terms,
-            action=self.action_spec,
+            action=self.action_spec, subgoal=SubgoalSpec(flight_height_m=cfg.flight_height_m),
             lower_skill=LowerSkillRef(skill=self.skill.contract.skill, model_sha256=self.skill.sha256,
                                       contract_sha256=contract_sha256(self.skill.contract),
-                                      subgoal_radius_m=self.skill.contract.subgoal_radius_m, control_rate_hz=rate),
+                                      subgoal_radius_m=self.skill.contract.subgoal_radius_m,
+                                      control_rate_hz=self.skill.contract.control_rate_hz),
             sensors=SensorSuiteRef(names=tuple(s.name for s in self.sensors), sha256=sensor_suite_sha256(self.sensors)),
+            memory=memory,
         )
         self.pool = pool or build_room_pool(cfg, self.device)
         dens = self.pool.density
@@ -96,15 +117,16 @@ class NavigateEnv(VecEnv):
         self.forced_rooms: torch.Tensor | None = None
         """Evaluation: when set (N,), episode k of env i runs room forced_rooms[i] (reset picks it)."""
         self._reset_envs(torch.arange(n, device=self.device))
-        self._obs = self._observations()
+        self._obs = self._observations(torch.arange(n, device=self.device))
 
     # ---- VecEnv -----------------------------------------------------------------------------
     def get_observations(self) -> TensorDict:
         return self._obs
 
     def reset(self) -> TensorDict:
-        self._reset_envs(torch.arange(self.num_envs, device=self.device))
-        self._obs = self._observations()
+        ids = torch.arange(self.num_envs, device=self.device)
+        self._reset_envs(ids)
+        self._obs = self._observations(ids)
         return self._obs
 
     @torch.no_grad()
@@ -117,8 +139,9 @@ class NavigateEnv(VecEnv):
         if a.shape != (self.num_envs, 2):
             raise ValueError(f"actions must have shape ({self.num_envs}, 2): a subgoal offset in the yaw frame, in [-1, 1]; "
                              f"got {tuple(a.shape)}")
-        a = torch.nan_to_num(a, nan=0.0).clamp(-1.0, 1.0) * self.action_spec.max_offset_m
-        a = a * (self.action_spec.max_offset_m / a.norm(dim=-1, keepdim=True).clamp(min=1e-9)).clamp(max=1.0)
+        r_max = self.contract.max_offset_m  # the contract's mapping, then the disc (robot_hrl.contract.navigate.offset_from_action)
+        a = normalized_to_command(self.action_spec, torch.nan_to_num(a, nan=0.0, posinf=1.0, neginf=-1.0))
+        a = a * (r_max / a.norm(dim=-1, keepdim=True).clamp(min=1e-12)).clamp(max=1.0)
         low = self.low
         yaw = yaw_from_quat(low.quat_wxyz)
         self.subgoal_w = torch.cat((low.position_w[:, :2] + yaw_to_world(a, yaw),
@@ -135,6 +158,10 @@ class NavigateEnv(VecEnv):
         ground = torch.zeros_like(ended)
         for k in range(self.low_steps):
             ground |= low.step(self.subgoal_w)
+            if (k + 1) % self.memory_every == 0:
+                self._sense()  # the rangers at their rate: the memory, and the rewards' proximity at the last one
+                if self.memory is not None:
+                    self.memory.add(low.position_w, low.quat_wxyz, self.ranges)
             if (k + 1) % self.cfg.check_every_steps and k + 1 < self.low_steps:
                 continue  # (collisions and the goal are checked every few control steps: ~4 cm of flight at 1 m/s)
             p = low.position_w
@@ -157,7 +184,6 @@ class NavigateEnv(VecEnv):
         dones = ended | time_out
         # rewards
         w = self.cfg.rewards
-        self._sense()
         new_potential = self.pool.geodesic_at(self.room, low.position_w[:, :2])
         progress = (self.potential - new_potential).clamp(-2.0, 2.0)
         near = (w.proximity_m - self.true_ranges[:, :4].amin(dim=-1)).clamp(min=0.0)
@@ -180,7 +206,7 @@ class NavigateEnv(VecEnv):
             extras["log"]["/episode/time_out_rate"] = time_out[done_ids].float().mean()
             self._curriculum(done_ids, success)
             self._reset_envs(done_ids)
-        self._obs = self._observations()
+        self._obs = self._observations(done_ids)
         return self._obs, rewards, dones.long(), extras
 
     # ---- internals ----------------------------------------------------------------------------
@@ -231,20 +257,36 @@ class NavigateEnv(VecEnv):
         self.episode_length_buf[ids] = 0
         self.path_length_m[ids] = 0.0
         self.potential[ids] = self.pool.geodesic_at(rooms, start[:, :2])
+        if self.memory is not None:
+            self.memory.reset(ids)
 
-    def _sense(self) -> None:
-        r, low = self.room, self.low
-        self.true_ranges = self.rangers.true_ranges(low.position_w, low.quat_wxyz, self.pool.box_lower[r], self.pool.box_upper[r],
-                                                    self.pool.box_valid[r], self.pool.room_lower[r], self.pool.room_upper[r])
-        self.ranges = self.rangers.readings(self.true_ranges, self.generator, noise=self.cfg.range_noise)
+    def _sense(self, ids: torch.Tensor | None = None) -> None:
+        """Cast the rangers of every environment (or of ``ids``): ``true_ranges`` and the noisy ``ranges``."""
+        low = self.low
+        sel = slice(None) if ids is None else ids
+        r = self.room[sel]
+        true = self.rangers.true_ranges(low.position_w[sel], low.quat_wxyz[sel], self.pool.box_lower[r], self.pool.box_upper[r],
+                                        self.pool.box_valid[r], self.pool.room_lower[r], self.pool.room_upper[r])
+        reading = self.rangers.readings(true, self.generator, noise=self.cfg.range_noise)
+        if ids is None:
+            self.true_ranges, self.ranges = true, reading
+        else:
+            self.true_ranges[ids], self.ranges[ids] = true, reading
 
     def observation_inputs(self) -> dict[str, torch.Tensor]:
         low = self.low
-        return {"position_w": low.position_w, "quat_wxyz": low.quat_wxyz, "linear_velocity_w": low.linear_velocity_w,
-                "goal_w": self.goal_w, "ranges_m": self.ranges, "last_subgoal_w": self.subgoal_w}
+        x = {"position_w": low.position_w, "quat_wxyz": low.quat_wxyz, "linear_velocity_w": low.linear_velocity_w,
+             "goal_w": self.goal_w, "ranges_m": self.ranges, "last_subgoal_w": self.subgoal_w}
+        if self.memory is not None:
+            x["range_memory_yaw"] = self.memory.sectors(low.position_w, low.quat_wxyz)
+        return x
 
-    def _observations(self) -> TensorDict:
-        self._sense()
+    def _observations(self, new_ids: torch.Tensor | None = None) -> TensorDict:
+        """The observation groups; ``new_ids``: environments that just started (sensed again, their first reading remembered)."""
+        if new_ids is not None and new_ids.numel() > 0:
+            self._sense(new_ids)
+            if self.memory is not None:
+                self.memory.add(self.low.position_w[new_ids], self.low.quat_wxyz[new_ids], self.ranges[new_ids], new_ids)
         policy = compute_navigate_observation(self.observation_terms, self.observation_inputs())
         low, r = self.low, self.room
         xy = low.position_w[:, :2]

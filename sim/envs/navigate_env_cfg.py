@@ -31,6 +31,25 @@ class NavigateCurriculumCfg:
 
 
 @dataclass
+class NavigateMemoryCfg:
+    """The range memory (robot_hrl.sensing.memory): the observation's ``range_memory_yaw`` sectors."""
+
+    enabled: bool = True
+    sensors: tuple[str, ...] = ("front", "back", "left", "right")
+    """The rangers whose hits are remembered (the horizontal ones)."""
+    capacity: int = 128
+    """Points kept (a ring)."""
+    min_spacing_m: float = 0.15
+    """A hit this close to a remembered point is not added."""
+    sectors: int = 16
+    range_m: float = 4.0
+    """A sector with no nearer point reads this (the rangers' range)."""
+    update_rate_hz: float | None = None
+    """How often readings are added; None: at every decision (the level's rate: one ray cast per decision;
+    the rangers' own 10 Hz costs five)."""
+
+
+@dataclass
 class NavigateEnvCfg:
     skill_path: str = "models/crazyflie_goto.onnx"
     """The frozen goto skill (exported ONNX with its contract)."""
@@ -59,5 +78,6 @@ class NavigateEnvCfg:
     densities: tuple[str, ...] = ("sparse", "medium", "dense")
     native: bool | None = None
     """The goto environment's native C step (None: when a C compiler is there)."""
+    memory: NavigateMemoryCfg = field(default_factory=NavigateMemoryCfg)
     rewards: NavigateRewardsCfg = field(default_factory=NavigateRewardsCfg)
     curriculum: NavigateCurriculumCfg = field(default_factory=NavigateCurriculumCfg)

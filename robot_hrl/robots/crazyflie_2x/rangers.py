@@ -63,3 +63,6 @@ FLOW_DECK_DOWN = _vl53l1x("down", (0.0, 0.0, -1.0), ZRANGER2_UPDATE_RATE_HZ)
 
 CRAZYFLIE_RANGERS: tuple[RangeSensorSpec, ...] = (*MULTIRANGER_DECK, FLOW_DECK_DOWN)
 """Every ranger, in the order the navigation policy observes them: front, back, left, right, up, down."""
+
+RANGERS = CRAZYFLIE_RANGERS
+"""The robot's range sensors by the package convention (robot_hrl.sensing.robot_range_sensors reads ``RANGERS``)."""

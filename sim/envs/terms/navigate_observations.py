@@ -44,8 +44,13 @@ def last_subgoal_yaw(x: Inputs) -> torch.Tensor:
     return world_to_yaw(x["last_subgoal_w"] - x["position_w"], yaw_from_quat(x["quat_wxyz"]))
 
 
+def range_memory_yaw(x: Inputs) -> torch.Tensor:
+    """The memory's sectors (sim/envs/terms/navigate_memory.py), read by the environment that keeps the memory."""
+    return x["range_memory_yaw"]
+
+
 NAVIGATE_TERMS: dict[str, Callable[[Inputs], torch.Tensor]] = {
-    f.__name__: f for f in (goal_yaw, ranges_m, velocity_yaw, last_subgoal_yaw)
+    f.__name__: f for f in (goal_yaw, ranges_m, velocity_yaw, last_subgoal_yaw, range_memory_yaw)
 }
 
 

@@ -1,0 +1,126 @@
+"""The range memory: the numpy twin (robot_hrl.sensing.memory, the planner node's) and the torch twin
+(sim/envs/terms/navigate_memory.py, the batched simulator's) agree step by step, and remember what they should."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from robot_hrl.contract.navigate import RangeMemorySpec
+from robot_hrl.errors import ConfigError, ObservationError
+from robot_hrl.geometry import quat_from_euler_rpy
+from robot_hrl.robots.crazyflie_2x.rangers import CRAZYFLIE_RANGERS
+from robot_hrl.sensing.memory import RangeMemory
+from sim.envs.terms.navigate_memory import TorchRangeMemory
+
+HORIZONTAL = ("front", "back", "left", "right")
+
+
+def _spec(capacity=16, spacing=0.15, sectors=16, range_m=4.0) -> RangeMemorySpec:
+    return RangeMemorySpec(sensors=HORIZONTAL, capacity=capacity, min_spacing_m=spacing, sectors=sectors, range_m=range_m,
+                           update_rate_hz=2.0)
+
+
+def _readings(rng, n):
+    r = rng.uniform(0.0, 5.0, (n, len(CRAZYFLIE_RANGERS)))
+    r[rng.random(r.shape) < 0.1] = np.inf          # no return
+    r[rng.random(r.shape) < 0.05] = np.nan         # a bad reading: never remembered
+    return r
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_numpy_and_torch_twins_agree_step_by_step(seed):
+    """Random walks of 12 robots, a small ring (it wraps), partial updates and resets at random moments."""
+    rng = np.random.default_rng(seed)
+    n, spec = 12, _spec(capacity=int(rng.integers(4, 24)), spacing=float(rng.uniform(0.0, 0.4)),
+                        sectors=int(rng.integers(4, 24)))
+    ours = RangeMemory.from_spec(spec, CRAZYFLIE_RANGERS, n)
+    theirs = TorchRangeMemory.from_spec(spec, CRAZYFLIE_RANGERS, n, dtype=torch.float64)
+    pos = rng.uniform(0.0, 8.0, (n, 3))
+    yaw = rng.uniform(-math.pi, math.pi, n)
+    for step in range(60):
+        pos += rng.normal(0.0, 0.3, (n, 3))
+        yaw += rng.normal(0.0, 0.5, n)
+        quat = np.array([quat_from_euler_rpy(*rng.uniform(-0.2, 0.2, 2), y) for y in yaw])
+        ranges = _readings(rng, n)
+        if rng.random() < 0.3:                                   # only some environments sense (resets, partial rates)
+            ids = np.sort(rng.choice(n, int(rng.integers(1, n)), replace=False))
+            sub = RangeMemory.from_spec(spec, CRAZYFLIE_RANGERS, len(ids))
+            sub.points_w[:], sub.count[:] = ours.points_w[ids], ours.count[ids]
+            sub.add(pos[ids], quat[ids], ranges[ids])
+            ours.points_w[ids], ours.count[ids] = sub.points_w, sub.count
+            t = torch.from_numpy(ids)
+            theirs.add(torch.from_numpy(pos[ids]), torch.from_numpy(quat[ids]), torch.from_numpy(ranges[ids]), t)
+        else:
+            ours.add(pos, quat, ranges)
+            theirs.add(torch.from_numpy(pos), torch.from_numpy(quat), torch.from_numpy(ranges))
+        if rng.random() < 0.1:
+            ids = np.sort(rng.choice(n, 3, replace=False))
+            ours.reset(ids)
+            theirs.reset(torch.from_numpy(ids))
+        np.testing.assert_array_equal(ours.count, theirs.count.numpy(), err_msg=f"step {step}")
+        np.testing.assert_allclose(ours.points_w, theirs.points_w.numpy(), atol=1e-9, err_msg=f"step {step}")
+        np.testing.assert_allclose(ours.sectors(pos, quat), theirs.sectors(torch.from_numpy(pos), torch.from_numpy(quat)).numpy(),
+                                   atol=1e-9, err_msg=f"step {step}")
+    assert ours.count.max() > spec.capacity  # the ring wrapped
+
+
+def test_float32_torch_twin_reads_the_same_sectors():
+    """The simulator's float32 memory, on readings away from the spacing threshold, reads what numpy's float64 reads."""
+    rng = np.random.default_rng(5)
+    n, spec = 8, _spec(capacity=64, spacing=0.0)
+    ours = RangeMemory.from_spec(spec, CRAZYFLIE_RANGERS, n)
+    theirs = TorchRangeMemory.from_spec(spec, CRAZYFLIE_RANGERS, n)
+    for _ in range(10):
+        pos, yaw = rng.uniform(0, 8, (n, 3)), rng.uniform(-math.pi, math.pi, n)
+        quat = np.array([quat_from_euler_rpy(0.0, 0.0, y) for y in yaw])
+        ranges = rng.uniform(0.2, 3.5, (n, len(CRAZYFLIE_RANGERS)))
+        ours.add(pos, quat, ranges)
+        theirs.add(torch.tensor(pos, dtype=torch.float32), torch.tensor(quat, dtype=torch.float32),
+                   torch.tensor(ranges, dtype=torch.float32))
+        got = theirs.sectors(torch.tensor(pos, dtype=torch.float32), torch.tensor(quat, dtype=torch.float32)).numpy()
+        np.testing.assert_allclose(got, ours.sectors(pos, quat), atol=1e-4)
+
+
+def test_a_wall_seen_ahead_is_remembered_behind_after_turning():
+    spec = _spec(sectors=8)
+    mem = RangeMemory.from_spec(spec, CRAZYFLIE_RANGERS)
+    pos = np.array([[1.0, 2.0, 1.0]])
+    ahead = quat_from_euler_rpy(0.0, 0.0, 0.0)[None]
+    ranges = np.full((1, 6), np.inf)
+    ranges[0, 0] = 1.5                                         # the front ranger hits a wall 1.5 m ahead (+x)
+    mem.add(pos, ahead, ranges)
+    front_offset = CRAZYFLIE_RANGERS[0].offset_b[0]
+    wall = 1.5 + front_offset
+    s = mem.sectors(pos, ahead)[0]
+    assert s[0] == pytest.approx(wall) and np.all(s[1:] == spec.range_m)
+    turned = quat_from_euler_rpy(0.0, 0.0, math.pi)[None]       # turned around: the rangers see nothing now
+    mem.add(pos, turned, np.full((1, 6), np.inf))
+    s = mem.sectors(pos, turned)[0]
+    assert s[4] == pytest.approx(wall) and s[0] == spec.range_m  # the wall is now behind (sector 4 of 8)
+    s = mem.sectors(pos + [[0.0, 0.0, 0.0]], quat_from_euler_rpy(0.0, 0.0, math.pi / 2)[None])[0]
+    assert s[6] == pytest.approx(wall)                           # facing +y the wall is on the right (-90 deg)
+    far = mem.sectors(pos - [[5.0, 0.0, 0.0]], ahead)[0]         # 6.5 m away: beyond range_m, reads range_m
+    assert np.all(far == spec.range_m)
+    # a second hit within min_spacing_m of the first is not added; one farther is
+    mem.add(pos + [[0.05, 0.0, 0.0]], ahead, np.array([[1.45, np.inf, np.inf, np.inf, np.inf, np.inf]]))
+    assert mem.count[0] == 1
+    mem.add(pos + [[0.0, 0.5, 0.0]], ahead, np.array([[1.5, np.inf, np.inf, np.inf, np.inf, np.inf]]))
+    assert mem.count[0] == 2
+    mem.reset()
+    assert mem.count[0] == 0 and np.all(mem.sectors(pos, ahead) == spec.range_m)
+
+
+def test_bad_input_is_refused():
+    mem = RangeMemory.from_spec(_spec(), CRAZYFLIE_RANGERS)
+    with pytest.raises(ObservationError, match="non-finite"):
+        mem.add(np.array([[np.nan, 0.0, 1.0]]), np.array([[1.0, 0, 0, 0]]), np.ones((1, 6)))
+    assert mem.count[0] == 0
+    with pytest.raises(ConfigError, match="not among the robot's rangers"):
+        RangeMemory.from_spec(RangeMemorySpec(sensors=("front", "sideways"), capacity=4, min_spacing_m=0.1, sectors=4,
+                                              range_m=4.0, update_rate_hz=2.0), CRAZYFLIE_RANGERS)
+    with pytest.raises(ConfigError, match="capacity"):
+        RangeMemory(RangeMemory.from_spec(_spec(), CRAZYFLIE_RANGERS).geometry, 0, 0.1, 4, 4.0)
