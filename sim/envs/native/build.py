@@ -25,6 +25,7 @@ from sim.envs.step_constants import FusedConstants
 
 SOURCE = Path(__file__).with_name("control_step.c")
 VECTOR_MATH = Path(__file__).with_name("vector_math.h")
+COUNTER_RANDOM = Path(__file__).with_name("counter_random.h")
 
 FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
 """No -ffast-math: NaN actions and non-finite states must keep torch's semantics (see control_step.c).
@@ -167,8 +168,8 @@ def build_library(f: FusedConstants) -> Path:
 
 
 def shared_headers() -> dict[str, str]:
-    """The headers the native C files share (``vector_math.h``), as ``compile_library`` files."""
-    return {VECTOR_MATH.name: VECTOR_MATH.read_text()}
+    """The headers the native C files share (``vector_math.h``, ``counter_random.h``), as ``compile_library`` files."""
+    return {VECTOR_MATH.name: VECTOR_MATH.read_text(), COUNTER_RANDOM.name: COUNTER_RANDOM.read_text()}
 
 
 def load_cached(build, fallback: str) -> tuple[ctypes.CDLL, Path]:

@@ -33,6 +33,7 @@
 
 #include "step_config.h"
 #include "vector_math.h"
+#include "counter_random.h"
 
 /* complete unrolling of the small loops inside the per-environment loops, so that GCC vectorizes
    across environments (it does not vectorize a loop that still contains loops) */
@@ -42,17 +43,6 @@
 
 /* 1 - tanh(x) for x >= 0, without the cancellation of 1 - tanh */
 static inline float one_minus_tanh_f(float x) { return 2.0f / (exp_f(2.0f * (x < 44.0f ? x : 44.0f)) + 1.0f); }
-
-/* ---- counter-based random numbers (step_core._hash32, _unit_interval) --------------------------- */
-
-static inline uint32_t hash32(uint32_t x) {
-    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
-    return x;
-}
-
-static inline float unit_interval(uint32_t counter, uint32_t key) {
-    return (float)((hash32(hash32(counter) ^ key) >> 8) & 0xFFFFFFu) * (1.0f / 16777216.0f);
-}
 
 /* ---- generated: layout, actuator chain, parameter draws, privileged columns ----------------------- */
 
