@@ -194,6 +194,9 @@ class ActuatorChain(Protocol):
     def initial_state(self, weight_n: Column, derived: Mapping[str, Column], k, xp: ArrayNamespace) -> dict:
         """The chain's state at the start of an episode (the airframe of ``derived`` holding its weight)."""
 
+    def hold_command(self, state: Mapping[str, Column], derived: Mapping[str, Column], k, xp: ArrayNamespace) -> tuple:
+        """The command under which the motors keep the state they have (before a first wrench takes effect)."""
+
 
 def state_columns(fields: tuple[ChainField, ...], state: Mapping[str, Column]) -> tuple:
     """A state dict as one flat tuple of columns, in the fields' order."""
@@ -219,12 +222,21 @@ def state_size(fields: tuple[ChainField, ...]) -> int:
     return sum(f.size for f in fields)
 
 
-def chain_of(robot_name: str):
-    """The actuator chain of a robot package: the module ``robot_hrl.robots.<robot_name>.actuators``."""
-    import importlib
+CHAINS: dict[str, Any] = {}
+"""The actuator chain of each robot by name: ``robot_hrl.robots.<robot>.actuators``, imported on first use. Every
+simulator asks :func:`chain_of`, so a variant registered here (a test's, a candidate firmware's) runs everywhere."""
 
-    try:
-        return importlib.import_module(f"robot_hrl.robots.{robot_name}.actuators")
-    except ModuleNotFoundError as exc:
-        raise ValueError(f"robot {robot_name!r} has no actuator chain (robot_hrl/robots/{robot_name}/actuators.py: "
-                         f"{exc}); the simulators need one") from None
+
+def chain_of(robot_name: str):
+    """The actuator chain of a robot (its module ``robot_hrl.robots.<robot_name>.actuators``, or one registered in ``CHAINS``)."""
+    chain = CHAINS.get(robot_name)
+    if chain is None:
+        import importlib
+
+        try:
+            chain = importlib.import_module(f"robot_hrl.robots.{robot_name}.actuators")
+        except ModuleNotFoundError as exc:
+            raise ValueError(f"robot {robot_name!r} has no actuator chain (robot_hrl/robots/{robot_name}/actuators.py: "
+                             f"{exc}); the simulators need one") from None
+        CHAINS[robot_name] = chain
+    return chain

@@ -45,11 +45,12 @@ _TABLES: dict[str, StepTables] = {}
 
 
 def step_tables(robot: str) -> StepTables:
-    """The chain and tables of robot package ``robot`` (built once; a plain dict lookup inside a compiled graph)."""
-    tables = _TABLES.get(robot)
-    if tables is None:
-        chain = actuator_chain(robot)
-        tables = _TABLES[robot] = StepTables(chain, param_specs(chain), privileged_columns(chain))
+    """The actuator chain of robot ``robot`` and the tables built from it (once per chain module; plain dict
+    lookups inside a compiled graph)."""
+    chain = actuator_chain(robot)
+    tables = _TABLES.get(chain.__name__)
+    if tables is None or tables.chain is not chain:
+        tables = _TABLES[chain.__name__] = StepTables(chain, param_specs(chain), privileged_columns(chain))
     return tables
 
 
@@ -242,6 +243,7 @@ def reset_draws(f: FusedConstants, key: torch.Tensor, env_index: torch.Tensor, s
     derived = chain.derive({n: p[n] for n in L.chain_params}, f.chain, f.step.physics_dt, TORCH)
     weight = (f.mass_kg * p["mass_scale"]) * r.gravity
     chain_state = state_columns(chain.STATE, chain.initial_state(weight, derived, f.chain, TORCH))
+    chain_state = tuple(v if isinstance(v, torch.Tensor) else torch.full_like(weight, v) for v in chain_state)  # (a number: every env)
     return pos + quat + vel + omega + chain_state + goal, tuple(params), latency
 
 

@@ -202,7 +202,7 @@ class PyBulletQuadrotorSim:
         self._num_rotors = robot.num_rotors
         self._apply_dynamics()
         self._chain_state = self._chain.initial_state(self.dynamics.mass_kg * STANDARD_GRAVITY_MPS2, self._derived, self._k, MATH)
-        self._command = tuple(self._chain_state["rotor_speed_rpm"])
+        self._command = self._chain.hold_command(self._chain_state, self._derived, self._k, MATH)
         self._pending: list[np.ndarray] = []
         self._thrusts = np.zeros(robot.num_rotors)
         self._time_s = 0.0
@@ -247,7 +247,7 @@ class PyBulletQuadrotorSim:
         if rpm is not None:
             state["rotor_speed_rpm"] = tuple(float(v) for v in np.clip(rpm, self.robot.rpm_min, self.robot.rpm_max))
         self._chain_state = state
-        self._command = tuple(state["rotor_speed_rpm"])  # until the first wrench takes effect the rotors hold their speeds
+        self._command = self._chain.hold_command(state, self._derived, self._k, MATH)  # until the first wrench takes effect
         self._pending = []
         self._thrusts = np.zeros(self.robot.num_rotors)
         self._time_s = 0.0

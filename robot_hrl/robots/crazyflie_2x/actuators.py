@@ -193,6 +193,11 @@ def initial_state(weight_n: Column, derived: Mapping[str, Column], k: ChainConst
     return {"rotor_speed_rpm": (hover,) * len(k.spin)}
 
 
+def hold_command(state: Mapping[str, Column], derived: Mapping[str, Column], k: ChainConstants, xp: ArrayNamespace) -> tuple:
+    """Each motor commanded to the speed it has."""
+    return tuple(state["rotor_speed_rpm"])
+
+
 # ---- numpy conveniences ---------------------------------------------------------------------------
 def mix_wrench_to_rotor_thrusts(robot: QuadrotorParams, wrench: np.ndarray) -> np.ndarray:
     """Firmware-style mixer: [thrust, tau] (..., 4) -> per-rotor thrust (..., 4) in [0, f_max] (numpy)."""
@@ -209,7 +214,7 @@ def rotor_speed_commands(robot: QuadrotorParams, wrench) -> np.ndarray:
 
 
 __all__ = [
-    "MATH", "NAME", "NUMPY", "PARAMETERS", "STATE", "ChainConstants", "command", "constants", "derive", "initial_state",
+    "MATH", "NAME", "NUMPY", "PARAMETERS", "STATE", "ChainConstants", "command", "constants", "derive", "hold_command", "initial_state",
     "mix", "mix_wrench_to_rotor_thrusts", "mixed_rotor_thrusts", "motor_alpha", "motor_lag", "power_distribution_cap",
     "rotor_speed_command", "rotor_speed_commands", "rotor_thrusts", "rotor_wrench", "substep",
 ]
