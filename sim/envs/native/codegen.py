@@ -8,7 +8,9 @@ same IEEE operations as the torch step (the compiler may not reorder them: no -f
 contraction). ``step_tables_header`` emits, for one configuration:
 
 - the row enums of the state and the parameters (``layout.StateLayout``);
-- ``chain_derive``, ``chain_command``, ``chain_substep``, ``chain_initial_state``: the chain's functions;
+- ``chain_derive``, ``chain_command``, ``chain_substep``, ``chain_initial_state``: the chain's functions
+  (statement macros: they vectorize inside the environment loops, where inline functions taking the
+  loop's local arrays did not);
 - ``draw_parameters``, ``nominal_parameters``: the parameters' reset draws (the uniform numbers of
   ``step_core.reset_draws``, in the same order);
 - ``privileged_columns``: the critic's privileged columns.
@@ -141,8 +143,15 @@ class _COps:
 
 
 def _function(signature: str, doc: str, rec: CRecorder, outputs: list[tuple[str, object]]) -> str:
+    """A generated function as a statement macro: ``signature`` is ``name(type arg[size], ...)``; the macro's
+    arguments are the caller's arrays and values. (Not a static inline function: inside the ``omp simd`` loops
+    GCC privatizes the caller's local arrays per lane, and an array whose address is passed to a function is no
+    longer recognized as a lane access: the loop would not vectorize.)"""
+    name, args = signature.split("(", 1)
+    names = [a.strip().split()[-1].split("[")[0] for a in args.rstrip(")").split(",")]
     body = rec.lines + [f"    {target} = {_code(value)};" for target, value in outputs]
-    return f"/* {doc} */\nstatic inline void {signature} {{\n" + "\n".join(body) + "\n}\n"
+    lines = [f"#define {name}({', '.join(names)}) do {{", *body, "} while (0)"]
+    return f"/* {doc}: {signature} */\n" + " \\\n".join(lines) + "\n"
 
 
 def _c_name(name: str) -> str:
@@ -210,7 +219,7 @@ def step_tables_header(f: FusedConstants) -> str:
 
     rec = CRecorder(vector=False)
     xp = _COps(rec)
-    init = chain.initial_state(rec.value("weight_n"), derived_inputs(rec), k, xp)
+    init = chain.initial_state(rec.value("(weight_n)"), derived_inputs(rec), k, xp)
     initial_fn = _function(
         "chain_initial_state(float weight_n, const float derived[CHAIN_DERIVED], float state_out[CHAIN_STATE_ROWS])",
         f"{chain.__name__}.initial_state", rec, [(f"state_out[{i}]", v) for i, v in enumerate(state_columns(chain.STATE, init))])
@@ -222,7 +231,7 @@ def step_tables_header(f: FusedConstants) -> str:
 
     def u(j: int) -> CExpr:
         if j not in uniforms:
-            uniforms[j] = rec.emit(f"unit_interval(base + {j}u, key)")
+            uniforms[j] = rec.emit(f"unit_interval((base) + {j}u, (key))")
         return uniforms[j]
 
     drawn: list = []
@@ -241,9 +250,9 @@ def step_tables_header(f: FusedConstants) -> str:
     # ---- the privileged columns ------------------------------------------------------------------
     rec = CRecorder(vector=True)
     values = {name: tuple(rec.value(f"param[{start + i}]") for i in range(size)) for name, start, size in L.params}
-    values[LATENCY] = (rec.value("latency"),)
+    values[LATENCY] = (rec.value("(latency)"),)
     values.update({name: _as_tuple(v) for name, v in state_dict(chain.STATE, tuple(rec.value(f"chain_state[{i}]") for i in range(n_state))).items()})
-    ctx = PrivilegedContext(rec.value("dist_scale"), f.force_norm, f.torque_norm, k)
+    ctx = PrivilegedContext(rec.value("(dist_scale)"), f.force_norm, f.torque_norm, k)
     columns = [entry.normalize(v, ctx) for entry in tables.privileged for v in values[entry.source]]
     privileged_fn = _function(
         "privileged_columns(const float param[PARAM_ROWS], const float chain_state[CHAIN_STATE_ROWS], float latency, float dist_scale, "

@@ -48,6 +48,10 @@ static inline float one_minus_tanh_f(float x) { return 2.0f / (exp_f(2.0f * (x <
 
 #include "step_tables.h"
 
+/* the rigid body's rows are the first 13, in this order (layout.BODY_STATE) */
+_Static_assert(ROW_POSITION_W == 0 && ROW_QUAT_WXYZ == 3 && ROW_LINEAR_VELOCITY_W == 7 && ROW_ANGULAR_VELOCITY_B == 10,
+               "the rigid body's state rows moved: update control_step.c");
+
 enum { STAT_COUNT, STAT_SUCCESS, STAT_CRASH, STAT_OUT, STAT_DISTANCE, NSTATS };
 
 typedef struct {
@@ -233,12 +237,9 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         flags[F_SUCCESS][e - lo] = within * time_out;
         o->rms[e] = sqrtf(sq_error / (steps < 1.0f ? 1.0f : steps));
         /* the new state (the resets overwrite the finished environments) */
-        float body[13] = {px, py, pz, qw, qx, qy, qz, v[0], v[1], v[2], w[0], w[1], w[2]};
-        const int body_rows[13] = {ROW_POSITION_W, ROW_POSITION_W + 1, ROW_POSITION_W + 2, ROW_QUAT_WXYZ, ROW_QUAT_WXYZ + 1,
-                                   ROW_QUAT_WXYZ + 2, ROW_QUAT_WXYZ + 3, ROW_LINEAR_VELOCITY_W, ROW_LINEAR_VELOCITY_W + 1,
-                                   ROW_LINEAR_VELOCITY_W + 2, ROW_ANGULAR_VELOCITY_B, ROW_ANGULAR_VELOCITY_B + 1, ROW_ANGULAR_VELOCITY_B + 2};
+        float body[13] = {px, py, pz, qw, qx, qy, qz, v[0], v[1], v[2], w[0], w[1], w[2]}; /* rows ROW_POSITION_W .. + 12 */
         UNROLL
-        for (int i = 0; i < 13; i++) s_out[body_rows[i] * n + e] = body[i];
+        for (int i = 0; i < 13; i++) s_out[(ROW_POSITION_W + i) * n + e] = body[i];
         UNROLL
         for (int i = 0; i < CHAIN_STATE_ROWS; i++) s_out[(CHAIN_STATE_ROW + i) * n + e] = chain_state[i];
         s_out[(ROW_GOAL_W + 0) * n + e] = gx;

@@ -16,8 +16,9 @@ static inline float clampf(float x, float lo, float hi) { x = x < lo ? lo : x; r
 /* (fmaxf has NaN semantics no vector instruction has, so GCC does not vectorize it without -ffast-math) */
 static inline float maxf(float a, float b) { return a > b ? a : b; }
 /* torch.maximum / torch.minimum: NaN in either argument gives NaN (the generated chain's xp.maximum, xp.minimum) */
-static inline float max_nan_f(float a, float b) { return a != a ? a : (a > b ? a : b); }
-static inline float min_nan_f(float a, float b) { return a != a ? a : (a < b ? a : b); }
+/* (written as two selects of one comparison each: GCC 12 vectorizes that, not a nested or or-ed condition) */
+static inline float max_nan_f(float a, float b) { float m = a > b ? a : b; return a != a ? a : m; }
+static inline float min_nan_f(float a, float b) { float m = a < b ? a : b; return a != a ? a : m; }
 
 static inline float exp_f(float x) {
     float c = x > 88.3762626647949f ? 88.3762626647949f : x;
