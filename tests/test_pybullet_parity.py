@@ -9,7 +9,6 @@ order), sign or unit in either shows up here.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

@@ -20,7 +20,6 @@ from typing import Protocol
 
 import torch
 
-from robot_hrl.errors import ConfigError
 from sim.envs.goto_env_cfg import PhysicsCfg
 from sim.envs.step_constants import FusedConstants
 from sim.envs.step_core import fused_control_step
@@ -93,10 +92,7 @@ BACKENDS = ("eager", "compile", "native")
 
 
 def backend_name(physics: PhysicsCfg) -> str:
-    """The backend a ``PhysicsCfg`` asks for (``native``, ``compile``, else ``eager``)."""
-    if physics.native and physics.compile:
-        raise ConfigError("physics.compile and physics.native are two ways to run the same step; set one of them "
-                          "(native on a CPU, compile on a GPU)")
+    """The backend a (validated: not both) ``PhysicsCfg`` asks for (``native``, ``compile``, else ``eager``)."""
     return "native" if physics.native else "compile" if physics.compile else "eager"
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_hrl.robots.actuator_chain import state_columns, state_dict, state_size
-from sim.envs.layout import LATENCY, PrivilegedContext, param_specs, privileged_columns
+from sim.envs.layout import LATENCY, PrivilegedContext
 from sim.envs.step_constants import FusedConstants
 
 GENERATED_DIR = Path(__file__).with_name("generated")
