@@ -72,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", default="cpu", choices=("auto", "cpu", "cuda", "tensorrt"),
                    help="onnxruntime execution provider (default cpu)")
     p.add_argument("--device", default="cpu", help="torch only: device of the training simulator (default cpu)")
+    p.add_argument("--step", default="auto", choices=("auto", "native", "compile", "eager"),
+                   help="torch only: how the simulator step runs (sim/envs/backends.py; the same numbers to float rounding): "
+                        "native C, one torch.compiled graph, or eager torch; auto: native on a CPU with a C compiler, "
+                        "else eager (default auto)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -192,6 +196,8 @@ def evaluate_torch(policy, args, cfg):
     if args.shield:
         raise RobotHrlError("--shield works with --sim pybullet only (the shield units run per robot, not batched)")
     num_envs = max(1, min(args.episodes, 256))
+    step = _step_backend(args.step, args.device)
+    cfg.physics.native, cfg.physics.compile = step == "native", step == "compile"
     env = make_env(TASK, num_envs=num_envs, device=args.device, cfg=cfg, seed=args.seed)
     rec = _RecordingEnv(env, 12)
 
@@ -202,11 +208,27 @@ def evaluate_torch(policy, args, cfg):
     start = time.perf_counter()
     metrics = evaluate(rec, act, args.episodes, progress=not args.no_progress)
     wall = time.perf_counter() - start
-    metrics["simulator"] = {"name": "torch", "physics_hz": cfg.physics.physics_rate_hz,
+    metrics["simulator"] = {"name": "torch", "step": step, "physics_hz": cfg.physics.physics_rate_hz,
                             "control_hz": cfg.command.control_rate_hz, "num_envs": num_envs, "ground_effect": False,
                             "real_time_factor": None if wall <= 0 else
                             metrics["mean_episode_length_s"] * metrics["num_episodes"] / wall}
     return metrics, rec.trajectories
+
+
+def _step_backend(choice: str, device: str) -> str:
+    """The step backend of ``--step``: auto is native on a CPU with a C compiler (as sim/train.py), else eager."""
+    if choice != "auto":
+        return choice
+    import torch
+
+    from sim.envs.native.build import compiler_missing
+
+    if torch.device(device).type != "cpu":
+        return "eager"
+    reason = compiler_missing()
+    if reason:
+        print(f"note: the eager simulator step: {reason}")
+    return "eager" if reason else "native"
 
 
 # ---- shield -------------------------------------------------------------------------------------
@@ -258,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--episodes must be a positive integer, got {args.episodes}")
     if args.sim == "torch" and (args.world is not None or args.gui or args.no_ground_effect):
         parser.error("--world, --gui and --no-ground-effect apply to --sim pybullet only")
+    if args.sim == "pybullet" and args.step != "auto":
+        parser.error("--step applies to --sim torch only")
     if not math.isfinite(args.physics_hz) or args.physics_hz <= 0:
         parser.error(f"--physics-hz must be a positive number, got {args.physics_hz}")
     try:

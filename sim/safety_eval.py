@@ -137,7 +137,7 @@ def set_states(env, ids: torch.Tensor, pos: np.ndarray, rng: np.random.Generator
     d /= np.linalg.norm(d, axis=1, keepdims=True)
     env.linear_velocity_w[ids] = torch.tensor(d * rng.uniform(0, max_speed, (n, 1)), **f32)
     env.angular_velocity_b[ids] = torch.tensor(rng.uniform(-max_rate, max_rate, (n, 3)), **f32)
-    env.rotor_rpm[ids] = float(env.k.hover_rpm)
+    env.rotor_rpm[ids] = float(env.robot.hover_rpm)
     env.last_action[ids] = 0.0
     env.action_buffer[ids] = 0.0
     env.episode_length_buf[ids] = 0
@@ -169,7 +169,7 @@ def adversary_targets(world, n: int, rng: np.random.Generator) -> np.ndarray:
 
 def adversary_actions(env, targets: torch.Tensor, max_tilt_rad: float = math.radians(60.0)) -> torch.Tensor:
     """Aggressive cascaded controller toward ``targets`` (batched torch): normalized actions."""
-    k = env.k
+    robot = env.robot
     pos, vel, q, w = env.position_w, env.linear_velocity_w, env.quat_wxyz, env.angular_velocity_b
     g = env.cfg.physics.gravity_mps2
     a = 6.0 * (targets - pos) - 1.0 * vel
@@ -177,14 +177,14 @@ def adversary_actions(env, targets: torch.Tensor, max_tilt_rad: float = math.rad
     ah = torch.linalg.vector_norm(a[:, :2], dim=-1, keepdim=True)
     ah_max = (a[:, 2:3] + g).clamp(min=0.5) * math.tan(max_tilt_rad)
     a[:, :2] = a[:, :2] * torch.clamp(ah_max / ah.clamp(min=1e-6), max=1.0)
-    f = k.mass_kg * (a + torch.tensor([0.0, 0.0, g], device=env.device))
+    f = robot.mass_kg * (a + torch.tensor([0.0, 0.0, g], device=env.device))
     r = rotation_matrix_from_quat(q)
     zb = r[:, :, 2]
     thrust = (f * zb).sum(-1).clamp(min=0.0)
     zd = f / torch.linalg.vector_norm(f, dim=-1, keepdim=True).clamp(min=1e-9)
     err_w = torch.linalg.cross(zb, zd, dim=-1)
     err_b = quat_rotate_inverse(q, err_w)
-    tau = k.inertia_kgm2 * (400.0 * err_b - 30.0 * w)
+    tau = torch.tensor(robot.inertia_kgm2, dtype=torch.float32, device=env.device) * (400.0 * err_b - 30.0 * w)
     wrench = torch.cat((thrust.unsqueeze(-1), tau), dim=-1)
     return command_to_normalized(env.contract.action, wrench)
 

@@ -26,7 +26,6 @@ import shlex
 import subprocess
 import sys
 import time
-from collections import deque
 from pathlib import Path
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -148,119 +147,6 @@ def validate_args(args) -> None:
         raise ConfigError("--eval-interval, --eval-episodes and --eval-episodes-during-training must be >= 1")
 
 
-class Timers:
-    """Where training time goes."""
-
-    def __init__(self) -> None:
-        self.simulation_s = 0.0
-        self.inference_s = 0.0
-        self.ppo_update_s = 0.0
-        self.evaluation_s = 0.0
-        self.other_s = 0.0
-
-    def as_dict(self) -> dict:
-        return {k: round(v, 3) for k, v in vars(self).items()}
-
-
-def _eval_text(stats: dict) -> str:
-    """The evaluation's success rate for the progress line: '0.957', or '<0.912' for one stopped early."""
-    if "eval_success" in stats:
-        return f"{stats['eval_success']:.3f}"
-    if "eval_success_at_most" in stats:
-        return f"<{stats['eval_success_at_most']:.3f}"
-    return ""
-
-
-def learn(runner, env, num_iterations: int, timers: Timers, on_iteration, show_progress: bool = True, kl_schedule=None) -> int:
-    """OnPolicyRunner.learn with a progress bar, a time breakdown and a stop hook.
-
-    The same rollout / update / log / save sequence as rsl_rl's ``OnPolicyRunner.learn``;
-    ``on_iteration(it, stats) -> bool`` stops training when it returns True. ``kl_schedule``
-    (sim/agents/kl_schedule.py) may lower PPO's KL target once the training episodes succeed.
-    Returns the number of iterations done.
-    """
-    import torch
-    from rsl_rl.utils import check_nan
-    from tqdm import tqdm
-
-    cfg = runner.cfg
-    obs = env.get_observations().to(runner.device)
-    runner.alg.train_mode()
-    if runner.is_distributed:
-        runner.alg.broadcast_parameters()
-    with contextlib.redirect_stdout(io.StringIO()):
-        runner.logger.init_logging_writer()
-    start_it = runner.current_learning_iteration
-    total_it = start_it + num_iterations
-    main = not runner.is_distributed or runner.gpu_global_rank == 0
-    bar = tqdm(total=num_iterations, desc="train", unit="it", disable=not (show_progress and main), dynamic_ncols=True)
-    window = deque(maxlen=5)  # per-iteration (successes, episodes)
-    done_its = 0
-    for it in range(start_it, total_it):
-        t0 = time.perf_counter()
-        successes = episodes = 0
-        with torch.inference_mode():
-            for _ in range(cfg["num_steps_per_env"]):
-                ta = time.perf_counter()
-                actions = runner.alg.act(obs)
-                tb = time.perf_counter()
-                obs, rewards, dones, extras = env.step(actions.to(env.device))
-                tc = time.perf_counter()
-                if cfg.get("check_for_nan", True):
-                    check_nan(obs, rewards, dones)
-                obs, rewards, dones = obs.to(runner.device), rewards.to(runner.device), dones.to(runner.device)
-                runner.alg.process_env_step(obs, rewards, dones, extras)
-                runner.logger.process_env_step(rewards, dones, extras, None)
-                end = extras.get("episode_end")
-                if end is not None:
-                    d = dones.bool()
-                    successes += int(end["success"][d].sum())
-                    episodes += int(d.sum())
-                td = time.perf_counter()
-                timers.inference_s += (tb - ta) + (td - tc)
-                timers.simulation_s += tc - tb
-            t1 = time.perf_counter()
-            runner.alg.compute_returns(obs)
-        loss_dict = runner.alg.update()
-        t2 = time.perf_counter()
-        timers.inference_s += 0.0
-        timers.ppo_update_s += t2 - t1
-        runner.current_learning_iteration = it
-        with contextlib.redirect_stdout(io.StringIO()):
-            runner.logger.log(
-                it=it, start_it=start_it, total_it=total_it, collect_time=t1 - t0, learn_time=t2 - t1,
-                loss_dict=loss_dict, learning_rate=runner.alg.learning_rate,
-                action_std=runner.alg.get_policy().output_std, rnd_weight=None,
-            )
-        if runner.logger.writer is not None and it % cfg["save_interval"] == 0:
-            runner.save(os.path.join(runner.logger.log_dir, f"model_{it}.pt"))
-        window.append((successes, episodes))
-        s, e = sum(x[0] for x in window), sum(x[1] for x in window)
-        train_success = s / e if e else float("nan")
-        mean_reward = float(sum(runner.logger.rewbuffer) / len(runner.logger.rewbuffer)) if runner.logger.rewbuffer else float("nan")
-        if runner.logger.writer is not None:
-            runner.logger.writer.add_scalar("Train/success_rate_rolling", train_success, it)
-        stats = {"train_success": train_success, "mean_reward": mean_reward}
-        if kl_schedule is not None and kl_schedule.update(runner.alg, it, train_success) and runner.logger.writer is not None:
-            runner.logger.writer.add_scalar("Train/desired_kl", kl_schedule.desired_kl, it)
-        done_its += 1
-        stop = bool(on_iteration(it, stats))
-        if stats.get("observations_stale"):  # an evaluation stepped and reset this env (Isaac Lab: one simulation per process)
-            obs = env.get_observations().to(runner.device)
-        eval_text = _eval_text(stats)
-        bar.set_postfix(success=f"{train_success:.2f}", reward=f"{mean_reward:.1f}", **({"eval": eval_text} if eval_text else {}))
-        bar.update(1)
-        if not show_progress and main:
-            print(f"it {it}: {time.perf_counter() - t0:.2f} s, train success {train_success:.3f}, mean episode reward {mean_reward:.1f}" + (f", eval success {eval_text}" if eval_text else ""), flush=True)
-        if stop:
-            break
-    bar.close()
-    if runner.logger.writer is not None:
-        runner.save(os.path.join(runner.logger.log_dir, f"model_{runner.current_learning_iteration}.pt"))
-        runner.logger.stop_logging_writer()
-    return done_its
-
-
 def evaluation_cfg(env_cfg_dict: dict) -> dict:
     """A training env cfg as evaluations use it: the curriculum at its final values and the motor lag
     drawn from its whole range (not the training's part of it)."""
@@ -293,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args, argv: list[str] | None = None) -> int:
     import torch
-    from rsl_rl.runners import OnPolicyRunner
 
     from robot_hrl.errors import ConfigError
     from sim.agents.kl_schedule import DesiredKlSchedule
+    from sim.agents.runner import TrainingRunner
     from sim.agents.fast_elu import use_fast_elu
     from sim.agents.update_speedups import install_permuted_mini_batches, use_fused_adam
     from sim.envs.native import NativeBuildError
@@ -353,7 +239,8 @@ def run(args, argv: list[str] | None = None) -> int:
     env = make_env(args.task, num_envs=args.num_envs, device=device, cfg=env_cfg_dict, seed=seed)
     runtime.check_env(env, args)
     with contextlib.redirect_stdout(io.StringIO()):  # rsl_rl prints the model structure
-        runner = OnPolicyRunner(env, agent_cfg, log_dir=str(run_dir) if main_process else None, device=device)
+        runner = TrainingRunner(env, agent_cfg, log_dir=str(run_dir) if main_process else None, device=device,
+                                kl_schedule=kl_schedule, show_progress=not args.no_progress)
     # same mini-batches and update rule, less bookkeeping (sim/agents/update_speedups.py); before a resume loads the optimizer
     install_permuted_mini_batches(runner.alg)
     use_fused_adam(runner.alg)
@@ -400,7 +287,7 @@ def run(args, argv: list[str] | None = None) -> int:
         (run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2))
 
     eval_env = None
-    timers = Timers()
+    timers = runner.timers
     history: list[dict] = []
 
     def policy_eval(num_episodes: int, stop_below: float | None = None) -> dict:
@@ -449,8 +336,9 @@ def run(args, argv: list[str] | None = None) -> int:
             reached = bool(flag.item())
         return reached
 
+    runner.on_iteration = on_iteration
     t_start = time.perf_counter()
-    iterations = learn(runner, env, args.max_iterations, timers, on_iteration, show_progress=not args.no_progress, kl_schedule=kl_schedule)
+    iterations = runner.learn(args.max_iterations)  # rsl_rl's loop, hooked (sim/agents/runner.py)
     train_wall = time.perf_counter() - t_start
     timers.other_s = max(0.0, train_wall - timers.simulation_s - timers.inference_s - timers.ppo_update_s - timers.evaluation_s)
     env_steps = iterations * agent_cfg["num_steps_per_env"] * args.num_envs * world

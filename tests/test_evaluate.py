@@ -54,6 +54,13 @@ def test_torch_and_randomized_pybullet_evaluations_run(reference_model, tmp_path
                               "--json", str(out_json), "--no-progress", "--randomize"]) == 0
     data = json.loads(out_json.read_text())
     assert data["sim"] == "torch" and data["num_episodes"] == 4 and data["randomize"] is True
+    assert data["simulator"]["step"] == "native"  # (as sim/train.py: the C step on a CPU with a compiler)
+    # the eager torch step flies the same episodes (the same random streams; float rounding apart)
+    assert evaluate_cli.main(["--model", str(reference_model), "--sim", "torch", "--episodes", "4", "--step", "eager",
+                              "--json", str(tmp_path / "eager.json"), "--no-progress", "--randomize"]) == 0
+    eager = json.loads((tmp_path / "eager.json").read_text())
+    assert eager["simulator"]["step"] == "eager" and eager["success_rate"] == data["success_rate"]
+    assert abs(eager["mean_final_position_error_m"] - data["mean_final_position_error_m"]) < 1e-3
     out_json = tmp_path / "pb.json"
     assert evaluate_cli.main(["--model", str(reference_model), "--episodes", "1", "--json", str(out_json),
                               "--no-progress", "--randomize", "--plots", str(tmp_path / "p")]) == 0
@@ -133,6 +140,9 @@ def test_bad_inputs_give_clear_errors(reference_model, tmp_path, capsys):
     assert "pybullet only" in capsys.readouterr().err
     assert evaluate_cli.main(["--model", str(reference_model), "--sim", "torch", "--shield", "--episodes", "1"]) == 2
     assert "--shield works with --sim pybullet only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        evaluate_cli.main(["--model", str(reference_model), "--step", "native", "--episodes", "1"])
+    assert "--step applies to --sim torch only" in capsys.readouterr().err
     not_onnx = tmp_path / "garbage.onnx"
     not_onnx.write_bytes(b"not a model")
     assert evaluate_cli.main(["--model", str(not_onnx), "--episodes", "1"]) == 2

@@ -1,4 +1,4 @@
-"""The torch twins (simulator) agree with the numpy terms (runtime) within 1e-6."""
+"""The torch twins (simulator) agree with the numpy terms (runtime) within 1e-6; the actuator chain on torch columns with numpy."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from robot_hrl.contract import (
     OBSERVATION_TERMS,
     actions_to_wrench,
     compute_observation,
-    goto_action_spec,
-    mix_wrench_to_rotor_thrusts,
 )
 from robot_hrl.robots import CRAZYFLIE_2X
-from sim.envs import dynamics
+from robot_hrl.robots.quadrotor import quadrotor_action_spec
+from robot_hrl.robots.crazyflie_2x import actuators
+from sim.envs.array_ops import TORCH
+from sim.envs.step_core import normalized_to_command
 from sim.envs.terms import observations as torch_terms
 
 N = 512
@@ -72,32 +73,33 @@ def test_env_observation_matches_numpy_on_its_own_state():
     env = GotoEnv(cfg, num_envs=64, seed=0)
     for _ in range(5):
         obs, *_ = env.step(torch.rand(64, 4) * 2 - 1)
-    inputs = {k: v.double().numpy() for k, v in env._observation_inputs().items()}
-    expected = compute_observation(env.contract.observations, inputs)
+    inputs = {"position_w": env.position_w, "quat_wxyz": env.quat_wxyz, "linear_velocity_w": env.linear_velocity_w,
+              "angular_velocity_b": env.angular_velocity_b, "subgoal_w": env.goal_w, "last_action": env.last_action}
+    expected = compute_observation(env.contract.observations, {k: v.double().numpy() for k, v in inputs.items()})
     np.testing.assert_allclose(obs["policy"].numpy(), expected, atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_action_to_wrench_matches_contract(seed):
-    spec = goto_action_spec(CRAZYFLIE_2X)
-    k = dynamics.RobotConstants.from_robot(CRAZYFLIE_2X, "cpu")
+    """The step's action mapping (step_core.normalized_to_command, on columns) against the contract's."""
+    spec = quadrotor_action_spec(CRAZYFLIE_2X)
+    low, high = (tuple(float(getattr(t, end)) for t in spec.terms) for end in ("low", "high"))
     a = np.random.default_rng(seed).uniform(-1.5, 1.5, size=(N, 4))
     expected = actions_to_wrench(spec, a)
-    got = dynamics.actions_to_wrench(torch.tensor(a, dtype=torch.float64), k.action_low.double(), k.action_high.double()).numpy()
+    got = torch.stack(normalized_to_command(tuple(torch.tensor(a.T)), low, high), dim=-1).numpy()
     np.testing.assert_allclose(got, expected, atol=1e-9, rtol=1e-7)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_mixer_matches_contract(seed):
-    spec = goto_action_spec(CRAZYFLIE_2X)
-    k = dynamics.RobotConstants.from_robot(CRAZYFLIE_2X, "cpu")
+def test_mixer_on_torch_columns_matches_numpy(seed):
+    """The actuator chain's mixer and cap (one source) on torch columns (float64, and float32 as the step runs it)
+    against numpy arrays."""
+    spec = quadrotor_action_spec(CRAZYFLIE_2X)
+    k = actuators.constants(CRAZYFLIE_2X)
     a = np.random.default_rng(seed).uniform(-1, 1, size=(N, 4))
     a[:8] = np.sign(a[:8])  # saturated corners exercise powerDistributionCap
     wrench = actions_to_wrench(spec, a)
-    expected = mix_wrench_to_rotor_thrusts(CRAZYFLIE_2X, wrench)
-    inv_t = torch.tensor(np.linalg.inv(CRAZYFLIE_2X.allocation_matrix()).T)
-    got = dynamics.mix_wrench_to_rotor_thrusts(torch.tensor(wrench), inv_t, CRAZYFLIE_2X.max_rotor_thrust_n).numpy()
-    np.testing.assert_allclose(got, expected, atol=1e-9, rtol=0)
-    # and the float32 constants the env uses
-    got32 = dynamics.mix_wrench_to_rotor_thrusts(torch.tensor(wrench, dtype=torch.float32), k.inverse_allocation_t, k.max_rotor_thrust_n).numpy()
-    np.testing.assert_allclose(got32, expected, atol=1e-6, rtol=0)
+    expected = actuators.mix_wrench_to_rotor_thrusts(CRAZYFLIE_2X, wrench)
+    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-6)):
+        got = torch.stack(actuators.mixed_rotor_thrusts(tuple(torch.tensor(wrench.T, dtype=dtype)), k, TORCH), dim=-1)
+        np.testing.assert_allclose(got.double().numpy(), expected, atol=tol, rtol=0)

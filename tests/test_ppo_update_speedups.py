@@ -116,9 +116,10 @@ def test_other_optimizers_are_left_alone(name):
 def test_train_uses_both(monkeypatch, tmp_path):
     """sim/train.py applies both to the runner it builds."""
     from sim import train
+    from sim.agents.runner import TrainingRunner
 
     seen = {}
-    real_learn = train.learn
+    real_learn = TrainingRunner.learn
 
     def spy(runner, *args, **kwargs):
         seen["fused"] = runner.alg.optimizer.defaults.get("fused")
@@ -126,7 +127,7 @@ def test_train_uses_both(monkeypatch, tmp_path):
             runner.alg.storage.mini_batch_generator.__func__.__name__ == "permuted_mini_batch_generator")
         return real_learn(runner, *args, **kwargs)
 
-    monkeypatch.setattr(train, "learn", spy)
+    monkeypatch.setattr(TrainingRunner, "learn", spy)
     assert train.main(["--num-envs", "16", "--max-iterations", "1", "--eval-episodes", "4", "--no-progress",
                        "--run-dir", str(tmp_path / "run")]) == 0
     assert seen == {"fused": True, "generator": True}

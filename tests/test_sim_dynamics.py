@@ -8,11 +8,18 @@ import numpy as np
 import pytest
 import torch
 
-from robot_hrl.contract import goto_action_spec, hover_actions
+from robot_hrl.contract import hover_actions
+from robot_hrl.robots.quadrotor import quadrotor_action_spec
 from robot_hrl.robots import CRAZYFLIE_2X, STANDARD_GRAVITY_MPS2
+from robot_hrl.robots.crazyflie_2x import actuators
 from sim.envs import GotoEnv, GotoEnvCfg, dynamics
+from sim.envs.array_ops import TORCH
 
-K = dynamics.RobotConstants.from_robot(CRAZYFLIE_2X, "cpu")
+K = actuators.constants(CRAZYFLIE_2X)
+
+
+def _cols(t: torch.Tensor) -> tuple:
+    return tuple(t.t())
 
 
 def _state(n: int = 1, z: float = 10.0, rpm: float = 0.0):
@@ -24,21 +31,25 @@ def _state(n: int = 1, z: float = 10.0, rpm: float = 0.0):
 
 
 def _step(state, rpm_cmd, steps: int, dt: float = 0.005, tau: float = 0.05, force=None, floor_z: float = -100.0):
+    """``steps`` physics steps of the training step's physics: the actuator chain's substep, then the rigid body."""
     n = state[0].shape[0]
-    pos, quat, vel, omega, rpm = state
-    alpha = torch.full((n, 1), 1.0 - math.exp(-dt / tau))
+    pos, quat, vel, omega, rpm = (_cols(t) for t in state)
+    params = {"thrust_coefficient_scale": torch.ones(n), "torque_coefficient_scale": torch.ones(n),
+              "motor_time_constant_s": torch.full((n,), tau)}
+    derived = actuators.derive(params, K, dt, TORCH)
+    chain_state, command = {"rotor_speed_rpm": rpm}, _cols(rpm_cmd)
+    mass, inertia = torch.full((n,), CRAZYFLIE_2X.mass_kg), tuple(torch.full((n,), v) for v in CRAZYFLIE_2X.inertia_kgm2)
+    force = _cols(torch.zeros(n, 3) if force is None else force)
+    contact = None
     for _ in range(steps):
-        pos, quat, vel, omega, rpm, contact = dynamics.physics_substep(
-            pos, quat, vel, omega, rpm, rpm_cmd, alpha,
-            torch.full((n, 1), CRAZYFLIE_2X.thrust_coefficient_n_per_rpm2),
-            torch.full((n, 1), CRAZYFLIE_2X.torque_to_thrust_m),
-            torch.full((n, 1), CRAZYFLIE_2X.mass_kg),
-            K.inertia_kgm2.expand(n, 3),
-            torch.zeros(n, 3) if force is None else force,
-            torch.zeros(n, 3), K.rotor_xy, K.spin, dt, STANDARD_GRAVITY_MPS2,
-            CRAZYFLIE_2X.rpm_min, CRAZYFLIE_2X.rpm_max, floor_z, 0.5,
+        sub = actuators.substep(chain_state, command, derived, K, TORCH)
+        chain_state = sub.state
+        pos, quat, vel, omega, contact = dynamics.rigid_body_substep(
+            pos, quat, vel, omega, sub.thrust_n, sub.torque_b, mass, inertia, force, _cols(torch.zeros(n, 3)),
+            dt, STANDARD_GRAVITY_MPS2, floor_z, 0.5,
         )
-    return pos, quat, vel, omega, rpm, contact
+    stack = lambda cols: torch.stack(cols, dim=-1)  # noqa: E731
+    return stack(pos), stack(quat), stack(vel), stack(omega), stack(chain_state["rotor_speed_rpm"]), contact
 
 
 def test_free_fall_follows_gravity():
@@ -54,10 +65,10 @@ def test_free_fall_follows_gravity():
 def test_hover_thrust_equals_weight():
     hover = CRAZYFLIE_2X.hover_rpm
     # the rotor speed the firmware mixer commands for a weight-sized collective thrust is the hover speed
-    wrench = torch.tensor([[CRAZYFLIE_2X.weight_n, 0.0, 0.0, 0.0]])
-    thrusts = dynamics.mix_wrench_to_rotor_thrusts(wrench, K.inverse_allocation_t, K.max_rotor_thrust_n)
-    assert thrusts.sum().item() == pytest.approx(CRAZYFLIE_2X.weight_n, rel=1e-5)
-    rpm_cmd = dynamics.rotor_thrust_to_rpm(thrusts, K.thrust_coefficient, K.rpm_min, K.rpm_max)
+    wrench = (torch.tensor([CRAZYFLIE_2X.weight_n]),) + (torch.zeros(1),) * 3
+    thrusts = actuators.mixed_rotor_thrusts(wrench, K, TORCH)
+    assert sum(float(t) for t in thrusts) == pytest.approx(CRAZYFLIE_2X.weight_n, rel=1e-5)
+    rpm_cmd = torch.stack(actuators.rotor_speed_command(thrusts, K, TORCH), dim=-1)
     assert torch.allclose(rpm_cmd, torch.full((1, 4), hover), rtol=1e-5)
     pos, quat, vel, omega, *_ = _step(_state(z=1.0, rpm=hover), rpm_cmd, 400)
     assert vel.abs().max().item() < 1e-3 and abs(pos[0, 2].item() - 1.0) < 1e-3
@@ -73,7 +84,7 @@ def test_env_hover_action_holds_position():
     env.angular_velocity_b.zero_()
     env.position_w[:] = torch.tensor([0.0, 0.0, 1.5])
     env.goal_w[:] = env.position_w
-    a = torch.tensor(hover_actions(goto_action_spec(CRAZYFLIE_2X), CRAZYFLIE_2X), dtype=torch.float32).unsqueeze(0)
+    a = torch.tensor(hover_actions(quadrotor_action_spec(CRAZYFLIE_2X), CRAZYFLIE_2X), dtype=torch.float32).unsqueeze(0)
     for _ in range(100):
         env.step(a)
     assert torch.linalg.vector_norm(env.position_w - torch.tensor([0.0, 0.0, 1.5])).item() < 5e-3

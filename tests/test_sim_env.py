@@ -13,10 +13,12 @@ from tensordict import TensorDict
 from robot_hrl.contract import goto_contract
 from robot_hrl.errors import ConfigError
 from robot_hrl.robots import CRAZYFLIE_2X
-from sim.envs import step_core
 from sim.envs import GotoEnv, GotoEnvCfg
-from sim.envs.goto_env import PRIVILEGED_SIZE
+from sim.envs.backends import CompiledStep
 from sim.tasks import TASKS, make_env
+
+PRIVILEGED_SIZE = 18
+"""mass, inertia (3), k_f, k_tau, motor tau, latency, force (3), torque (3), rotor speeds (4)."""
 
 
 def test_vecenv_conformance():
@@ -29,6 +31,7 @@ def test_vecenv_conformance():
     assert env.cfg is not None
     obs = env.get_observations()
     assert isinstance(obs, TensorDict) and set(obs.keys()) == {"policy", "critic"}
+    assert env.privileged_size == PRIVILEGED_SIZE
     assert obs["policy"].shape == (8, 22) and obs["critic"].shape == (8, 22 + PRIVILEGED_SIZE)
     out, rew, dones, extras = env.step(torch.zeros(8, 4))
     assert isinstance(out, TensorDict) and rew.shape == (8,) and dones.shape == (8,)
@@ -41,7 +44,7 @@ def test_vecenv_conformance():
 
 def test_observations_respect_contract_clip_ranges():
     env = make_env("crazyflie-goto", num_envs=32, seed=1)
-    lo, hi = env._obs_low, env._obs_high
+    lo, hi = torch.tensor(env._fused.obs_low), torch.tensor(env._fused.obs_high)
     for _ in range(20):
         obs, *_ = env.step(torch.rand(32, 4) * 4 - 2)
         assert (obs["policy"] >= lo).all() and (obs["policy"] <= hi).all()
@@ -199,9 +202,10 @@ def test_wrong_action_shape_says_expected_shape():
 def test_any_finite_or_nonfinite_actions_are_accepted():
     env = make_env("crazyflie-goto", num_envs=1, seed=0)
     env.step(np.array([0.1, 0.0, 0.0, 0.0]))  # numpy, unbatched for a single env
-    env.step([[float("nan"), float("inf"), -float("inf"), 5.0]])
-    sanitized = env._sanitize_actions([[float("nan"), float("inf"), -float("inf"), 5.0]])
-    assert torch.equal(sanitized, torch.tensor([[0.0, 1.0, -1.0, 1.0]]))
+    _, _, dones, _ = env.step([[float("nan"), float("inf"), -float("inf"), 5.0]])
+    # NaN -> 0 (mid-range), +inf -> 1, -inf -> -1, then the contract's clip: the step's last action
+    assert not dones[0] and torch.equal(env.last_action, torch.tensor([[0.0, 1.0, -1.0, 1.0]]))
+    assert torch.isfinite(env.get_observations()["critic"]).all()
 
 
 @pytest.mark.parametrize(
@@ -238,8 +242,8 @@ def test_state_stays_writable_after_stepping_in_inference_mode(compiled):
     # take in-place writes outside it afterwards (reset(), safety_eval's env.position_w[ids] = ...)
     cfg = {"physics": {"compile": compiled}}
     env = make_env("crazyflie-goto", num_envs=4, cfg=cfg, seed=0)
-    if compiled:  # the structure-of-arrays state path, without paying for the compilation
-        env._fused_control = step_core.fused_control_step
+    if compiled:  # the compile backend's function, without paying for the compilation
+        env.backend = CompiledStep(env._fused, env.device, compile=False)
     with torch.inference_mode():
         for _ in range(3):
             env.step(torch.zeros(4, 4))

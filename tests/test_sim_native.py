@@ -3,8 +3,10 @@
 Built with the real C compiler; compared with the eager torch step on the counter-based streams
 (the same numbers), with ``step_core.fused_control_step`` output by output on hostile inputs (NaN
 and inf actions, non-finite states, floor contacts, time-outs), for several thread counts, and
-through ``sim/train.py --native``. Also: the errors of a missing compiler, a corrupted cached
-library, a GPU device, and ``compile`` and ``native`` together.
+through ``sim/train.py --native``. The generated part of the C (the layout enums, the actuator
+chain, the parameter draws, the privileged columns: sim/envs/native/codegen.py) is regenerated and
+diffed against the committed ``sim/envs/native/generated/``. Also: the errors of a missing
+compiler, a corrupted cached library, a GPU device, and ``compile`` and ``native`` together.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from robot_hrl.errors import ConfigError
 from sim.envs import GotoEnv, GotoEnvCfg
 from sim.envs import step_core
 from sim.envs.native import NativeBuildError, NativeControlStep, build_library
-from sim.envs.native.build import config_header
+from sim.envs.native.build import config_header, default_constants
+from sim.envs.native.codegen import GENERATED_DIR, step_tables_header
 from sim_step_helpers import assert_same, rollout
 
 OUTPUT_NAMES = ("state", "params", "latency", "episode_length", "reward", "dones", "dones_long", "time_out", "crashed",
@@ -64,7 +67,8 @@ def _hostile_inputs(env: GotoEnv, seed: int):
     state[0, n // 4] = float("nan")
     state[11, n // 4 + 1] = float("inf")
     state[8, n // 4 + 2] = 1e30
-    state[step_core.StateLayout.BUFFER_START :] = torch.rand(state[step_core.StateLayout.BUFFER_START :].shape, generator=gen) * 2 - 1
+    buffer = env.layout.buffer
+    state[buffer] = torch.rand(state[buffer].shape, generator=gen) * 2 - 1
     actions = torch.randn(n, 4, generator=gen)
     actions[n // 2] = float("nan")
     actions[n // 2 + 1, 0] = float("inf")
@@ -83,7 +87,7 @@ def test_native_step_matches_fused_control_step_output_by_output(seed, disturban
     scalars = torch.tensor([disturbance, rate_weight, start_scale, disturbance], dtype=torch.float32)
     keys = torch.tensor([noise_key, reset_key], dtype=torch.int32)
     expected = step_core.fused_control_step(env._fused, actions, state, params, latency, length, scalars, keys)
-    got = env._fused_control(env._fused, actions, state, params, latency, length, scalars, keys)
+    got = env.backend.kernel(env._fused, actions, state, params, latency, length, scalars, keys)
     assert int(expected[5].sum()) > env.num_envs // 4, "the inputs must end episodes (time-outs, crashes)"
     for name, e, g in zip(OUTPUT_NAMES, expected, got):
         assert e.dtype == g.dtype and e.shape == g.shape, name
@@ -151,7 +155,7 @@ def test_native_configuration_errors():
         NativeControlStep(env._fused, 4, "cuda")
     other = env._fused._replace(max_episode_length=7)
     with pytest.raises(ConfigError, match="other FusedConstants"):
-        env._fused_control(other, torch.zeros(4, 4), env._state, env._params_soa, env._latency, env.episode_length_buf,
+        env.backend.kernel(other, torch.zeros(4, 4), env._state, env._params_soa, env._latency, env.episode_length_buf,
                            torch.zeros(4), torch.zeros(2, dtype=torch.int32))
     with pytest.raises(ValueError, match=r"shape \(4, 4\)"):
         env.step(torch.zeros(3, 4))
@@ -165,7 +169,7 @@ def test_inputs_from_two_different_steps_are_refused():
     cfg = GotoEnvCfg()
     cfg.physics.native = True
     env = GotoEnv(cfg, num_envs=4, seed=0)
-    step = env._fused_control
+    step = env.backend.kernel
     first = step(env._fused, torch.zeros(4, 4), env._state, env._params_soa, env._latency, env.episode_length_buf,
                  torch.zeros(4), torch.zeros(2, dtype=torch.int32))
     second = step(env._fused, torch.zeros(4, 4), *first[:4], torch.zeros(4), torch.zeros(2, dtype=torch.int32))
@@ -188,7 +192,7 @@ def test_header_carries_the_configuration():
     # a config differs in its digest, hence its library
     cfg2 = GotoEnvCfg()
     cfg2.physics.native = True
-    assert build_library(GotoEnv(cfg2, num_envs=2, seed=0)._fused) != env._fused_control.library_path
+    assert build_library(GotoEnv(cfg2, num_envs=2, seed=0)._fused) != env.backend.kernel.library_path
 
 
 @pytest.mark.parametrize("flags, native", [([], True), (["--native"], True), (["--eager"], False)])
@@ -235,3 +239,35 @@ def test_state_attributes_write_through_to_the_next_step():
     assert env._state[2, 1] == 3.0 and env._params_soa[0, 1] == 1.05
     _, _, dones, _ = env.step(torch.zeros(4, 4))
     assert not dones[1] and abs(env.position_w[1, 2].item() - 3.0) < 0.01 and env.params["mass_scale"][1] == 1.05
+
+
+def test_generated_c_is_committed_and_current():
+    """The C generated from the actuator chain and the layout table for the default configuration equals the
+    committed sim/envs/native/generated/ (a chain or table change shows up as a reviewed C diff)."""
+    f = default_constants()
+    for name, text in (("step_config.h", config_header(f)), ("step_tables.h", step_tables_header(f))):
+        committed = (GENERATED_DIR / name).read_text()
+        assert text == committed, (
+            f"sim/envs/native/generated/{name} is stale: regenerate it with `python -m sim.envs.native.regenerate` and commit it"
+        )
+
+
+def test_generated_c_follows_the_layout_table():
+    """The C row enums and sizes are the layout's (one table), and the generated chain is the robot's chain."""
+    f = default_constants()
+    text = step_tables_header(f)
+    L = f.layout
+    for name, start, _ in L.state:
+        assert f"ROW_{name.upper()} = {start}," in text
+    for name, start, _ in L.params:
+        assert f"P_{name.upper()} = {start}," in text
+    assert f"STATE_ROWS = {L.num_rows}," in text and f"PARAM_ROWS = {L.num_params}," in text
+    assert f"PRIVILEGED = {L.privileged_size}," in text and f"BUFFER = {L.buffer_start}," in text
+    assert "robot_hrl.robots.crazyflie_2x.actuators.substep" in text
+    # another configuration: the literals follow it (a wider motor-lag range in the draws, another physics rate)
+    cfg = GotoEnvCfg()
+    cfg.physics.physics_rate_hz = 500.0
+    cfg.randomization.motor_time_constant_train_range_s = None
+    env = GotoEnv(cfg, num_envs=2, seed=0)
+    other = step_tables_header(env._fused)
+    assert other != text and "-0.002f / param[2]" in other and "-0.005f / param[2]" in text

@@ -161,6 +161,33 @@ def test_short_training_improves_the_return():
     assert sum(last) / len(last) > sum(first) / len(first) + 5.0, (sum(first) / 128, sum(last) / 128)
 
 
+def test_the_hooked_runner_trains_as_rsl_rls_own_learn_loop():
+    """sim/train.py's TrainingRunner is rsl_rl's OnPolicyRunner.learn with hooks: the same seed gives the same
+    networks bit for bit, and the hooks see every iteration."""
+    from sim.agents.runner import TrainingRunner
+    from sim.train import seed_everything
+
+    seen = []
+
+    def train(cls, **hooks):
+        seed_everything(0)
+        env = make_env("crazyflie-goto", num_envs=32, seed=0)
+        runner = cls(env, ppo_goto_cfg(), log_dir=None, device="cpu", **hooks)
+        runner.learn(2)
+        return runner
+
+    plain = train(OnPolicyRunner)
+    hooked = train(TrainingRunner, on_iteration=lambda it, stats: seen.append((it, stats)) or False, show_progress=False)
+    for name in ("actor", "critic"):
+        a, b = getattr(plain.alg, name).state_dict(), getattr(hooked.alg, name).state_dict()
+        assert all(torch.equal(a[k], b[k]) for k in a), name
+    assert [it for it, _ in seen] == [0, 1] and hooked.iterations_done == 2
+    assert hooked.timers.simulation_s > 0 and hooked.timers.ppo_update_s > 0
+    assert all(set(stats) >= {"train_success", "mean_reward"} for _, stats in seen)
+    stopped = train(TrainingRunner, on_iteration=lambda it, stats: True, show_progress=False)
+    assert stopped.iterations_done == 1 and stopped.current_learning_iteration == 0
+
+
 def test_evaluate_counts_whole_episodes():
     cfg = {"randomization": {"enabled": False}, "command": {"episode_length_s": 0.2}}
     env = make_env("crazyflie-goto", num_envs=4, cfg=cfg, seed=0)

@@ -31,16 +31,14 @@ class PhysicsCfg:
     ground_friction: float = 0.5
     """Fraction of horizontal velocity and body rate removed per physics step while on the floor."""
     compile: bool = False
-    """Run the control step as one fused, ``torch.compile``d graph (step_core.fused_control_step) on a
-    structure-of-arrays state: the eager step's physics, rewards, terminations and distributions, but the
-    observation noise and the reset draws come from in-graph counter-based generators
-    (``GotoEnv(noise_stream="counter", reset_stream="counter")`` gives eager the same), so a seed gives other
-    trajectories than eager; faster at large batch; the first step compiles (about a minute)."""
+    """Run the control step (step_core.fused_control_step) as one ``torch.compile``d graph (sim/envs/backends.py):
+    the eager step's computation and random streams (the same numbers to float rounding), faster at large batch
+    and on GPUs; the first step compiles (about a minute)."""
     native: bool = False
-    """Run the compiled path's step (the same structure-of-arrays state, equations and counter-based random
-    streams) as C (sim/envs/native/control_step.c), built for the configuration with the system C compiler
-    (about 1 s, cached). CPU only; the fastest CPU path, 3-5x the compiled graph (benchmarks/README.md).
-    Exclusive with ``compile``. Results agree with the compiled graph's to float rounding."""
+    """Run the control step as C (sim/envs/native/control_step.c, its chain and tables generated from the same
+    Python), built for the configuration with the system C compiler (about 1 s, cached). CPU only; the fastest
+    CPU path (benchmarks/README.md). Exclusive with ``compile``. Results agree with the torch step's to float
+    rounding. Neither set: the eager torch step."""
 
 
 @dataclass

@@ -2,9 +2,11 @@
 
 The command is what the policy (and the ROS graph's ``/cmd_wrench``) gives:
 ``[collective thrust N, tau_x, tau_y, tau_z N m]`` in the body FLU frame. Each control period
-(``1 / control_hz``) the wrench goes through the firmware mixer to rotor speed commands, then
-``physics_hz / control_hz`` physics steps integrate motor lag, per-rotor thrust at the rotor
-hubs (with ground effect), rotor drag torque, linear drag and gravity. See ``physics.py``.
+(``1 / control_hz``) the wrench goes through the robot's actuator chain
+(``robot_hrl/robots/<robot>/actuators.py``, the functions the torch and C steps run: the firmware
+mixer to rotor speed commands), then ``physics_hz / control_hz`` physics steps integrate the chain's
+motor lag and rotor thrusts, applied at the rotor hubs (with ground effect), the rotor drag torque,
+linear drag and gravity. See ``physics.py``.
 
 Frames: world ENU, body FLU. ``state()`` returns the linear velocity in the world frame and the
 body rates in the BODY frame (PyBullet reports the world-frame angular velocity; it is rotated).
@@ -73,6 +75,7 @@ from robot_hrl.geometry import (
 )
 from robot_hrl.perception.camera import PinholeCamera
 from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.robots.actuator_chain import MATH, chain_of
 from robot_hrl.robots.quadrotor import STANDARD_GRAVITY_MPS2, QuadrotorParams
 from robot_hrl.state import RobotState
 from robot_hrl.world.world import World, load_world
@@ -191,13 +194,15 @@ class PyBulletQuadrotorSim:
         b.changeDynamics(self.body_id, -1, linearDamping=0.0, angularDamping=0.0)
 
         self._cid = b._client
+        self._chain = chain_of(robot.name)
+        self._k = self._chain.constants(robot)
         self.dynamics = Dynamics.nominal(robot)
         self._rotor_positions_b = np.asarray(robot.rotor_positions_m, dtype=np.float64)
         self._rotor_positions_list = [tuple(map(float, r)) for r in robot.rotor_positions_m]
         self._num_rotors = robot.num_rotors
         self._apply_dynamics()
-        self._rpm = np.full(robot.num_rotors, robot.hover_rpm)
-        self._rpm_command = self._rpm.copy()
+        self._chain_state = self._chain.initial_state(self.dynamics.mass_kg * STANDARD_GRAVITY_MPS2, self._derived, self._k, MATH)
+        self._command = self._chain.hold_command(self._chain_state, self._derived, self._k, MATH)
         self._pending: list[np.ndarray] = []
         self._thrusts = np.zeros(robot.num_rotors)
         self._time_s = 0.0
@@ -234,15 +239,17 @@ class PyBulletQuadrotorSim:
             b.changeDynamics(self.body_id, -1, mass=self.dynamics.mass_kg,
                              localInertiaDiagonal=list(self.dynamics.inertia_kgm2))
         self._apply_dynamics()
-        if rpm is None:
-            rpm = np.full(self.robot.num_rotors, self.hover_rpm)
         b.resetBasePositionAndOrientation(self.body_id, pos.tolist(), quat_xyzw_from_wxyz(quat).tolist())
         rates_w = rotation_matrix_from_quat(quat) @ rates_b
         b.resetBaseVelocity(self.body_id, vel.tolist(), rates_w.tolist())
-        self._rpm = np.clip(rpm, self.robot.rpm_min, self.robot.rpm_max)
-        self._rpm_command = self._rpm.copy()
+        # the chain's state: the airframe holding its weight, or the given rotor speeds
+        state = dict(self._chain.initial_state(self.dynamics.mass_kg * STANDARD_GRAVITY_MPS2, self._derived, self._k, MATH))
+        if rpm is not None:
+            state["rotor_speed_rpm"] = tuple(float(v) for v in np.clip(rpm, self.robot.rpm_min, self.robot.rpm_max))
+        self._chain_state = state
+        self._command = self._chain.hold_command(state, self._derived, self._k, MATH)  # until the first wrench takes effect
         self._pending = []
-        self._thrusts = physics.rotor_thrusts(self.dynamics.thrust_coefficient_n_per_rpm2, self._rpm)
+        self._thrusts = np.zeros(self.robot.num_rotors)
         self._time_s = 0.0
         self._contacts = []
         self._collided = False
@@ -279,7 +286,8 @@ class PyBulletQuadrotorSim:
         # Action latency (randomization): the wrench given `latency` steps ago takes effect now;
         # until then the rotors hold the speeds they had at reset.
         if len(self._pending) > self.dynamics.action_latency_steps:
-            self._rpm_command = physics.rpm_command_from_wrench(self.robot, self._pending.pop(0))
+            wrench = tuple(float(v) for v in self._pending.pop(0))
+            self._command = self._chain.command(wrench, self._chain_state, self._derived, self._k, MATH)
         self._contacts = []
         for _ in range(self.substeps):
             self._physics_step()
@@ -288,22 +296,22 @@ class PyBulletQuadrotorSim:
     def _physics_step(self) -> None:
         # The hot loop: raw pybullet calls with the client id (BulletClient's wrapper costs more
         # than the physics of one body).
-        p, cid, body, dyn = pybullet, self._cid, self.body_id, self.dynamics
-        rpm = self._rpm + (self._rpm_command - self._rpm) * self._motor_alpha
-        np.clip(rpm, self.robot.rpm_min, self.robot.rpm_max, out=rpm)
-        self._rpm = rpm
+        p, cid, body = pybullet, self._cid, self.body_id
+        sub = self._chain.substep(self._chain_state, self._command, self._derived, self._k, MATH)
+        self._chain_state = sub.state
         pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=cid)
         r_wb = np.asarray(p.getMatrixFromQuaternion(orn, physicsClientId=cid)).reshape(3, 3)
-        thrusts = dyn.thrust_coefficient_n_per_rpm2 * rpm * rpm
+        thrusts = np.asarray(sub.rotor_thrusts_n)
         hub_heights = pos[2] + self._rotor_positions_b @ r_wb[2]
         lifted = thrusts * physics.ground_effect_gain(self.robot, hub_heights, r_wb[2, 2]) if self.ground_effect else thrusts
         self._thrusts = lifted
         for i in range(self._num_rotors):
             p.applyExternalForce(body, -1, (0.0, 0.0, float(lifted[i])), self._rotor_positions_list[i],
                                  p.LINK_FRAME, physicsClientId=cid)
-        # Rotor drag torque from the rotors' own thrust (ground effect changes lift, not rotor drag).
+        # Rotor drag torque from the rotors' own thrust (ground effect changes lift, not rotor drag); the
+        # thrust moments come from applying the thrusts at the hubs.
         torque_b = self._disturbance_torque_b.copy()
-        torque_b[2] += float(self._yaw_torque_per_thrust @ thrusts)
+        torque_b[2] += float(sub.torque_b[2])
         p.applyExternalTorque(body, -1, (r_wb @ torque_b).tolist(), p.WORLD_FRAME, physicsClientId=cid)
         force_w = self._disturbance_force_w
         if self._has_drag:
@@ -316,11 +324,9 @@ class PyBulletQuadrotorSim:
         self._record_contacts()
 
     def _apply_dynamics(self) -> None:
-        """Cache what the hot loop needs from ``self.dynamics``."""
+        """Cache what the hot loop needs from ``self.dynamics``: the chain's derived quantities and the disturbances."""
         dyn = self.dynamics
-        self._motor_alpha = 1.0 - math.exp(-self.dt_physics_s / dyn.motor_time_constant_s) if dyn.motor_time_constant_s > 0 else 1.0
-        spins = np.asarray(self.robot.rotor_spin_directions, dtype=np.float64)
-        self._yaw_torque_per_thrust = -spins * dyn.torque_to_thrust_m
+        self._derived = self._chain.derive(dyn.chain_parameters, self._k, self.dt_physics_s, MATH)
         self._disturbance_torque_b = np.asarray(dyn.disturbance_torque_b, dtype=np.float64)
         self._disturbance_force_w = np.asarray(dyn.disturbance_force_w, dtype=np.float64)
         self._has_force = bool(np.any(self._disturbance_force_w != 0.0))
@@ -357,22 +363,27 @@ class PyBulletQuadrotorSim:
     @property
     def hover_rpm(self) -> float:
         """Rotor speed that carries the current (possibly randomized) airframe's weight, rpm."""
-        d = self.dynamics
-        return float(np.sqrt(d.mass_kg * STANDARD_GRAVITY_MPS2 / (self.robot.num_rotors * d.thrust_coefficient_n_per_rpm2)))
+        state = self._chain.initial_state(self.dynamics.mass_kg * STANDARD_GRAVITY_MPS2, self._derived, self._k, MATH)
+        return float(state["rotor_speed_rpm"][0])
 
     @property
     def motor_rpm(self) -> np.ndarray:
         """Actual rotor speeds (after motor lag), firmware order M1..M4, rpm."""
-        return self._rpm.copy()
+        return np.asarray(self._chain_state["rotor_speed_rpm"], dtype=np.float64)
 
     @property
     def motor_rpm_command(self) -> np.ndarray:
         """Rotor speed commands of the last step (after the mixer and saturation), rpm."""
-        return self._rpm_command.copy()
+        return np.asarray(self._command, dtype=np.float64)
+
+    @property
+    def chain_state(self) -> dict:
+        """The actuator chain's state (``robot_hrl.robots.<robot>.actuators.STATE``) by name."""
+        return dict(self._chain_state)
 
     @property
     def rotor_thrusts_n(self) -> np.ndarray:
-        """Rotor thrusts of the last physics step including ground effect, N."""
+        """Rotor thrusts of the last physics step including ground effect, N (zeros before the first step)."""
         return self._thrusts.copy()
 
     def collisions(self) -> list[Contact]:

@@ -1,7 +1,8 @@
 """Build ``control_step.c`` for one environment configuration, with the system C compiler.
 
 Every configuration value becomes a literal of a generated header (``step_config.h``), so the
-compiler folds them as inductor does for the compiled graph. The shared library is cached under
+compiler folds them as inductor does for the compiled graph; the layout, the actuator chain, the
+parameter draws and the privileged columns are generated C (``step_tables.h``, codegen.py). The shared library is cached under
 ``$ROBOT_HRL_CACHE`` (default ``~/.cache/robot_hrl``) in ``native/<digest>/``, where the digest
 covers the header, the source, the compiler, its flags and the CPU (the build uses
 ``-march=native``); a build takes ~1 s, a cached one is only loaded.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import math
 import os
 import platform
 import shutil
@@ -20,10 +20,12 @@ import tempfile
 from pathlib import Path
 
 from robot_hrl.errors import ConfigError
-from sim.envs.step_core import RESET_UNIFORMS, FusedConstants, StateLayout
+from sim.envs.native.codegen import c_double, c_float, step_tables_header
+from sim.envs.step_constants import FusedConstants
 
 SOURCE = Path(__file__).with_name("control_step.c")
 VECTOR_MATH = Path(__file__).with_name("vector_math.h")
+COUNTER_RANDOM = Path(__file__).with_name("counter_random.h")
 
 FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
 """No -ffast-math: NaN actions and non-finite states must keep torch's semantics (see control_step.c).
@@ -38,22 +40,14 @@ class NativeBuildError(ConfigError):
     """The native step could not be built (no C compiler, or the compile failed)."""
 
 
-def _float(x: float) -> str:
-    """A C float literal (the decimal rounds to the nearest float, as torch's float32 constants)."""
-    return f"{float(x)!r}f".replace("inff", "INFINITY")
-
-
 def _array(declarator: str, values) -> str:
     """A C float array of ``values``: ``static const float <declarator> = {...};``."""
-    return f"static const float {declarator} = {{{', '.join(map(_float, values))}}};"
-
-
-def _double(x: float) -> str:
-    return repr(float(x))
+    return f"static const float {declarator} = {{{', '.join(map(c_float, values))}}};"
 
 
 def config_header(f: FusedConstants) -> str:
-    """The ``step_config.h`` of a configuration: its constants as C literals."""
+    """The ``step_config.h`` of a configuration: its constants as C literals (the generated functions of
+    ``codegen.step_tables_header`` carry the chain's and the parameter distributions' own)."""
     unknown = [t for t in f.term_names if t not in TERM_SIZES]
     if unknown:
         raise ConfigError(f"the native step has no C twin of observation term(s) {unknown}; add them to "
@@ -62,70 +56,71 @@ def config_header(f: FusedConstants) -> str:
     offsets, k = {}, 0
     for name in f.term_names:
         offsets[name] = k
-        k += TERM_SIZES[name]
+        k += TERM_SIZES[name] if name != "last_action" else f.layout.num_actions
     if k != len(f.obs_low):
         raise ConfigError(f"the observation terms {f.term_names} have {k} columns, the clip bounds {len(f.obs_low)}")
     noisy = [i for i, s in enumerate(f.noise_std) if s > 0.0]
     pairs = (len(noisy) + 1) // 2
     noisy_cols = noisy + [-1] * (2 * pairs - len(noisy)) if pairs else [-1, -1]
-    tau_lo, tau_hi = r.motor_time_constant_range_s
     # float constants (float literals, as torch's float32 constants)
     floats = {
-        "PHYSICS_DT": c.physics_dt, "GRAVITY": c.gravity, "RPM_MIN": c.rpm_min, "RPM_MAX": c.rpm_max,
-        "MAX_ROTOR_THRUST_N": c.max_rotor_thrust_n, "THRUST_COEFFICIENT_NOMINAL": c.thrust_coefficient_nominal,
-        "FLOOR_Z": c.floor_z, "GROUND_FRICTION": c.ground_friction, "CONTACT_HEIGHT": c.contact_height,
-        "OUT_OF_BOUNDS_DISTANCE_M": c.out_of_bounds_distance_m, "CEILING_M": c.ceiling_m,
+        "PHYSICS_DT": c.physics_dt, "GRAVITY": c.gravity, "FLOOR_Z": c.floor_z, "GROUND_FRICTION": c.ground_friction,
+        "CONTACT_HEIGHT": c.contact_height, "OUT_OF_BOUNDS_DISTANCE_M": c.out_of_bounds_distance_m, "CEILING_M": c.ceiling_m,
         "POSITION_TOLERANCE_M": c.position_tolerance_m, "SPEED_TOLERANCE_MPS": c.speed_tolerance_mps,
         "POSITION_COARSE_WEIGHT": c.position_coarse_weight, "POSITION_COARSE_SCALE_M": c.position_coarse_scale_m,
         "POSITION_FINE_WEIGHT": c.position_fine_weight, "POSITION_FINE_SCALE_M": c.position_fine_scale_m,
         "VELOCITY_WEIGHT": c.velocity_weight, "ANGULAR_VELOCITY_WEIGHT": c.angular_velocity_weight,
         "TILT_WEIGHT": c.tilt_weight, "TERMINATION_WEIGHT": c.termination_weight,
-        # the robot
+        # the rigid body
         "MASS_KG": f.mass_kg, **{f"INERTIA_{axis}": v for axis, v in zip("XYZ", f.inertia_kgm2)},
-        "THRUST_COEFFICIENT": f.thrust_coefficient, "TORQUE_TO_THRUST_M": f.torque_to_thrust_m,
         # resets
-        "MOTOR_TAU_LO": tau_lo, "MOTOR_TAU_HI": tau_hi, "NOMINAL_MOTOR_TAU_S": r.nominal_motor_time_constant_s,
         "MAX_INITIAL_TILT_RAD": r.max_initial_tilt_rad, "MAX_INITIAL_SPEED_MPS": r.max_initial_speed_mps,
         "MAX_INITIAL_BODY_RATE_RADPS": r.max_initial_body_rate_radps, "SUBGOAL_RADIUS_M": r.subgoal_radius_m,
         "MIN_GOAL_HEIGHT_M": r.min_goal_height_m,
-        # observations
-        "FORCE_NORM": f.force_norm, "TORQUE_NORM": f.torque_norm, "MOTOR_TAU_NORM": f.motor_tau_norm,
-    }
-    # the ends of the uniform draws, as doubles: control_step.c's BETWEEN takes the span in double, as torch
-    doubles = {
-        "MASS_SCALE": r.mass_scale_range, "INERTIA_SCALE": r.inertia_scale_range,
-        "THRUST_SCALE": r.thrust_coefficient_scale_range, "TORQUE_SCALE": r.torque_coefficient_scale_range,
-        "LOG_MOTOR_TAU": (math.log(tau_lo), math.log(tau_hi)), "SPAWN_HEIGHT": r.spawn_height_range_m,
     }
     ints = {
         "DECIMATION": c.decimation, "TERMINATE_ON_GROUND_CONTACT": bool(c.terminate_on_ground_contact),
-        "MAX_EPISODE_LENGTH": f.max_episode_length, "LATENCY_SLOTS": f.latency_slots,
-        "STATE_ROWS": StateLayout(int(f.latency_slots)).rows, "PARAM_ROWS": StateLayout.PARAM_ROWS,
-        "RESET_UNIFORMS": RESET_UNIFORMS, "RANDOMIZE": bool(r.randomize),
+        "MAX_EPISODE_LENGTH": f.max_episode_length, "LATENCY_SLOTS": f.layout.latency_slots, "RANDOMIZE": bool(r.randomize),
         "LATENCY_LO": r.action_latency_steps_range[0], "LATENCY_HI": r.action_latency_steps_range[1],
-        "OBS_POLICY": len(f.obs_low), "OBS_CRITIC": len(f.obs_low) + 18, "NOISE_PAIRS": pairs,
+        "OBS_POLICY": len(f.obs_low), "OBS_CRITIC": len(f.obs_low) + f.layout.privileged_size, "NOISE_PAIRS": pairs,
         **{f"TERM_{name.upper()}": offsets.get(name, -1) for name in TERM_SIZES},
     }
+    na = f.layout.num_actions
     lines = [
         "/* generated by sim/envs/native/build.py from the environment's FusedConstants; do not edit */",
         "#pragma once",
-        *(f"#define {name} {_float(v)}" for name, v in floats.items()),
-        *(f"#define {name}_{end} {_double(v)}" for name, (lo, hi) in doubles.items() for end, v in (("LO", lo), ("HI", hi))),
-        f"#define MAX_DISTURBANCE_FORCE_N {_double(r.max_disturbance_force_n)}",
-        f"#define MAX_DISTURBANCE_TORQUE_NM {_double(r.max_disturbance_torque_nm)}",
-        f"#define SPAWN_XY_HALF_EXTENT_M {_double(r.spawn_xy_half_extent_m)}",
+        *(f"#define {name} {c_float(v)}" for name, v in floats.items()),
+        # the ends of the start-state draws, as doubles: control_step.c's BETWEEN takes the span in double, as torch
+        f"#define SPAWN_HEIGHT_LO {c_double(r.spawn_height_range_m[0])}",
+        f"#define SPAWN_HEIGHT_HI {c_double(r.spawn_height_range_m[1])}",
+        f"#define SPAWN_XY_HALF_EXTENT_M {c_double(r.spawn_xy_half_extent_m)}",
         *(f"#define {name} {int(v)}" for name, v in ints.items()),
-        _array("ACTION_LOW[4]", f.action_low),
-        _array("ACTION_HIGH[4]", f.action_high),
-        "static const float INV_ALLOC_T[4][4] = {" + ", ".join("{" + ", ".join(map(_float, row)) + "}" for row in f.inverse_allocation_t) + "};",
-        "static const float ROTOR_XY[4][2] = {" + ", ".join("{" + ", ".join(map(_float, xy)) + "}" for xy in f.rotor_xy) + "};",
-        _array("SPIN[4]", f.spin),
+        _array(f"ACTION_LOW[{na}]", f.action_low),
+        _array(f"ACTION_HIGH[{na}]", f.action_high),
         _array("OBS_LOW[OBS_POLICY]", f.obs_low),
         _array("OBS_HIGH[OBS_POLICY]", f.obs_high),
         _array("NOISE_STD[OBS_POLICY]", f.noise_std),
         "static const int NOISY_COLUMNS[] = {" + ", ".join(map(str, noisy_cols)) + "};",
     ]
     return "\n".join(lines) + "\n"
+
+
+def default_constants() -> FusedConstants:
+    """The ``FusedConstants`` of the default ``GotoEnvCfg`` (what ``sim/envs/native/generated/`` shows)."""
+    from robot_hrl.contract import goto_contract
+    from robot_hrl.robots import get_robot
+    from sim.envs.goto_env_cfg import GotoEnvCfg
+    from sim.envs.step_constants import fused_constants
+
+    cfg = GotoEnvCfg().validate()
+    robot = get_robot(cfg.robot)
+    return fused_constants(cfg, robot, goto_contract(robot, cfg.command.control_rate_hz, cfg.command.subgoal_radius_m))
+
+
+def step_sources(f: FusedConstants) -> dict[str, str]:
+    """The C files of the step of configuration ``f``: the hand-written source and shared header, the generated headers."""
+    return {"control_step.c": SOURCE.read_text(), "step_config.h": config_header(f), "step_tables.h": step_tables_header(f),
+            **shared_headers()}
 
 
 def compiler_missing() -> str | None:
@@ -169,13 +164,12 @@ def load_library(f: FusedConstants) -> tuple[ctypes.CDLL, Path]:
 
 def build_library(f: FusedConstants) -> Path:
     """The shared library of ``control_step.c`` for the configuration ``f`` (built once, then cached)."""
-    return compile_library({"control_step.c": SOURCE.read_text(), "step_config.h": config_header(f), **shared_headers()},
-                           "control_step.c", "physics.native off")
+    return compile_library(step_sources(f), "control_step.c", "physics.native off")
 
 
 def shared_headers() -> dict[str, str]:
-    """The headers the native C files share (``vector_math.h``), as ``compile_library`` files."""
-    return {VECTOR_MATH.name: VECTOR_MATH.read_text()}
+    """The headers the native C files share (``vector_math.h``, ``counter_random.h``), as ``compile_library`` files."""
+    return {VECTOR_MATH.name: VECTOR_MATH.read_text(), COUNTER_RANDOM.name: COUNTER_RANDOM.read_text()}
 
 
 def load_cached(build, fallback: str) -> tuple[ctypes.CDLL, Path]:

@@ -3,6 +3,13 @@
  * included: the C twin of sim/envs/step_core.py's ``fused_control_step`` (same structure-of-arrays
  * state, same equations, same counter-based random streams), for the CPU.
  *
+ * What is written here: the rigid body, terminations, rewards, the start-state draws and the
+ * observation terms (tests/test_sim_native.py compares them with the torch step output by output).
+ * What is generated (sim/envs/native/codegen.py, into "step_tables.h"): the state and parameter row
+ * enums, the robot's actuator chain (chain_derive, chain_command, chain_substep, chain_initial_state:
+ * the functions of robot_hrl/robots/<robot>/actuators.py run on a C-expression recorder), the
+ * parameters' reset draws and the critic's privileged columns (sim/envs/layout.py).
+ *
  * Why C: the compiled torch graph costs ~1000 cycles per environment step (benchmarks/README.md),
  * because inductor fuses ~150 buffers into loops that it must run over every environment and every
  * row. Here each environment is one pass through straight-line code that the compiler vectorizes
@@ -26,6 +33,7 @@
 
 #include "step_config.h"
 #include "vector_math.h"
+#include "counter_random.h"
 
 /* complete unrolling of the small loops inside the per-environment loops, so that GCC vectorizes
    across environments (it does not vectorize a loop that still contains loops) */
@@ -36,20 +44,14 @@
 /* 1 - tanh(x) for x >= 0, without the cancellation of 1 - tanh */
 static inline float one_minus_tanh_f(float x) { return 2.0f / (exp_f(2.0f * (x < 44.0f ? x : 44.0f)) + 1.0f); }
 
-/* ---- counter-based random numbers (step_core._hash32, _unit_interval) --------------------------- */
+/* ---- generated: layout, actuator chain, parameter draws, privileged columns ----------------------- */
 
-static inline uint32_t hash32(uint32_t x) {
-    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
-    return x;
-}
+#include "step_tables.h"
 
-static inline float unit_interval(uint32_t counter, uint32_t key) {
-    return (float)((hash32(hash32(counter) ^ key) >> 8) & 0xFFFFFFu) * (1.0f / 16777216.0f);
-}
+/* the rigid body's rows are the first 13, in this order (layout.BODY_STATE) */
+_Static_assert(ROW_POSITION_W == 0 && ROW_QUAT_WXYZ == 3 && ROW_LINEAR_VELOCITY_W == 7 && ROW_ANGULAR_VELOCITY_B == 10,
+               "the rigid body's state rows moved: update control_step.c");
 
-/* ---- layout ------------------------------------------------------------------------------------ */
-
-enum { POS = 0, QUAT = 3, VEL = 7, OMEGA = 10, RPM = 13, GOAL = 17, LAST_ACTION = 20, SQ_ERROR = 24, BUFFER = 25 };
 enum { STAT_COUNT, STAT_SUCCESS, STAT_CRASH, STAT_OUT, STAT_DISTANCE, NSTATS };
 
 typedef struct {
@@ -66,14 +68,14 @@ typedef struct {
     float *rms;
     int64_t *length_end; /* the episode length at the end of the step, before the resets */
     float *obs_rows;     /* (OBS_POLICY + OBS_CRITIC, n): the policy's rows, then the critic's */
-    float *action_rows;  /* (4, n) */
+    float *action_rows;  /* (NUM_ACTIONS, n) */
     float *stats;        /* (NSTATS,) */
     double *block_stats; /* scratch, (blocks, NSTATS) */
 } StepOutputs;
 
 #define ROW(buf, r) ((buf) + (size_t)(r) * (size_t)n)
 
-/* Pass 1: actions, latency buffer, mixer, physics substeps, terminations, rewards, bookkeeping. */
+/* Pass 1: actions, latency buffer, actuator chain, physics substeps, terminations, rewards, bookkeeping. */
 static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restrict actions, const float *restrict s_in,
                           const float *restrict p_in, const int64_t *restrict lat_in, const int64_t *restrict len_in,
                           float dist_scale, float action_rate_weight, const StepOutputs *o) {
@@ -91,11 +93,11 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
     }
 #pragma omp simd
     for (int64_t e = lo; e < hi; e++) {
-        float act[4], applied[4];
+        float act[NUM_ACTIONS], applied[NUM_ACTIONS];
         const float lat = lat_f[e - lo];
         UNROLL
-        for (int a = 0; a < 4; a++) {
-            float raw = actions[4 * e + a];
+        for (int a = 0; a < NUM_ACTIONS; a++) {
+            float raw = actions[NUM_ACTIONS * e + a];
             o->action_rows[a * n + e] = raw;
             act[a] = raw != raw ? 0.0f : clampf(raw, -1.0f, 1.0f);
             applied[a] = act[a];
@@ -104,60 +106,50 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         UNROLL
         for (int slot = 1; slot < LATENCY_SLOTS; slot++)
             UNROLL
-            for (int a = 0; a < 4; a++) {
-                float v = s_in[(BUFFER + 4 * (slot - 1) + a) * n + e];
+            for (int a = 0; a < NUM_ACTIONS; a++) {
+                float v = s_in[(BUFFER + NUM_ACTIONS * (slot - 1) + a) * n + e];
                 applied[a] = lat == (float)slot ? v : applied[a];
             }
-        /* per-environment parameters (GotoEnv._derive_parameters) */
-        float mass = MASS_KG * p_in[0 * n + e];
-        float inertia[3] = {INERTIA_X * p_in[1 * n + e], INERTIA_Y * p_in[2 * n + e], INERTIA_Z * p_in[3 * n + e]};
-        float kf = THRUST_COEFFICIENT * p_in[4 * n + e];
-        float ktau = TORQUE_TO_THRUST_M * p_in[5 * n + e];
-        float alpha = 1.0f - exp_f(-PHYSICS_DT / p_in[6 * n + e]);
+        /* per-environment parameters */
+        float mass = MASS_KG * p_in[P_MASS_SCALE * n + e];
+        float inertia[3] = {INERTIA_X * p_in[(P_INERTIA_SCALE + 0) * n + e], INERTIA_Y * p_in[(P_INERTIA_SCALE + 1) * n + e],
+                            INERTIA_Z * p_in[(P_INERTIA_SCALE + 2) * n + e]};
+        float chain_param[CHAIN_PARAM_ROWS], derived[CHAIN_DERIVED];
+        UNROLL
+        for (int i = 0; i < CHAIN_PARAM_ROWS; i++) chain_param[i] = p_in[(CHAIN_PARAM_ROW + i) * n + e];
+        chain_derive(chain_param, derived);
         float force[3], torque[3];
         UNROLL
         for (int i = 0; i < 3; i++) {
-            force[i] = p_in[(7 + i) * n + e] * dist_scale;
-            torque[i] = p_in[(10 + i) * n + e] * dist_scale;
+            force[i] = p_in[(P_DISTURBANCE_FORCE_W + i) * n + e] * dist_scale;
+            torque[i] = p_in[(P_DISTURBANCE_TORQUE_B + i) * n + e] * dist_scale;
         }
-        /* firmware: normalized action -> wrench -> mixer (powerDistributionCap) -> rotor speed command */
-        float wrench[4], thrust_cmd[4], rpm_cmd[4];
+        /* the contract's action mapping (normalized -> wrench), then the actuator chain's command */
+        float wrench[NUM_ACTIONS], chain_state[CHAIN_STATE_ROWS], command[CHAIN_COMMANDS];
         UNROLL
-        for (int i = 0; i < 4; i++) wrench[i] = ACTION_LOW[i] + (clampf(applied[i], -1.0f, 1.0f) + 1.0f) * 0.5f * (ACTION_HIGH[i] - ACTION_LOW[i]);
+        for (int i = 0; i < NUM_ACTIONS; i++)
+            wrench[i] = ACTION_LOW[i] + (clampf(applied[i], -1.0f, 1.0f) + 1.0f) * 0.5f * (ACTION_HIGH[i] - ACTION_LOW[i]);
         UNROLL
-        for (int j = 0; j < 4; j++)
-            thrust_cmd[j] = wrench[0] * INV_ALLOC_T[0][j] + wrench[1] * INV_ALLOC_T[1][j] + wrench[2] * INV_ALLOC_T[2][j] + wrench[3] * INV_ALLOC_T[3][j];
-        float top = maxf(maxf(thrust_cmd[0], thrust_cmd[1]), maxf(thrust_cmd[2], thrust_cmd[3]));
-        float overshoot = top - MAX_ROTOR_THRUST_N;
-        overshoot = overshoot > 0.0f ? overshoot : 0.0f;
+        for (int i = 0; i < CHAIN_STATE_ROWS; i++) chain_state[i] = s_in[(CHAIN_STATE_ROW + i) * n + e];
+        chain_command(wrench, chain_state, derived, command);
+        float px = s_in[(ROW_POSITION_W + 0) * n + e], py = s_in[(ROW_POSITION_W + 1) * n + e], pz = s_in[(ROW_POSITION_W + 2) * n + e];
+        float qw = s_in[(ROW_QUAT_WXYZ + 0) * n + e], qx = s_in[(ROW_QUAT_WXYZ + 1) * n + e], qy = s_in[(ROW_QUAT_WXYZ + 2) * n + e],
+              qz = s_in[(ROW_QUAT_WXYZ + 3) * n + e];
+        float v[3], w[3];
         UNROLL
-        for (int j = 0; j < 4; j++) {
-            float t = clampf(thrust_cmd[j] - overshoot, 0.0f, MAX_ROTOR_THRUST_N);
-            t = t > 0.0f ? t : 0.0f;
-            rpm_cmd[j] = clampf(sqrtf(t / THRUST_COEFFICIENT_NOMINAL), RPM_MIN, RPM_MAX);
+        for (int i = 0; i < 3; i++) {
+            v[i] = s_in[(ROW_LINEAR_VELOCITY_W + i) * n + e];
+            w[i] = s_in[(ROW_ANGULAR_VELOCITY_B + i) * n + e];
         }
-        float px = s_in[(POS + 0) * n + e], py = s_in[(POS + 1) * n + e], pz = s_in[(POS + 2) * n + e];
-        float qw = s_in[(QUAT + 0) * n + e], qx = s_in[(QUAT + 1) * n + e], qy = s_in[(QUAT + 2) * n + e], qz = s_in[(QUAT + 3) * n + e];
-        float v[3] = {s_in[(VEL + 0) * n + e], s_in[(VEL + 1) * n + e], s_in[(VEL + 2) * n + e]};
-        float w[3] = {s_in[(OMEGA + 0) * n + e], s_in[(OMEGA + 1) * n + e], s_in[(OMEGA + 2) * n + e]};
-        float rpm[4];
-        UNROLL
-        for (int j = 0; j < 4; j++) rpm[j] = s_in[(RPM + j) * n + e];
         float touched = 0.0f; /* flags are 0/1 floats: GCC 12 vectorizes float selects, not mixed-width bool masks */
         UNROLL
-        for (int sub = 0; sub < DECIMATION; sub++) { /* dynamics.physics_substep_soa */
-            float f[4];
+        for (int sub = 0; sub < DECIMATION; sub++) { /* the chain's substep, then dynamics.rigid_body_substep */
+            float next[CHAIN_STATE_ROWS], rotor[4];
+            chain_substep(chain_state, command, derived, next, rotor);
             UNROLL
-            for (int j = 0; j < 4; j++) {
-                rpm[j] = clampf(rpm[j] + alpha * (rpm_cmd[j] - rpm[j]), RPM_MIN, RPM_MAX);
-                f[j] = kf * rpm[j] * rpm[j];
-            }
-            float thrust = f[0] + f[1] + f[2] + f[3];
-            float tau[3] = {
-                (f[0] * ROTOR_XY[0][1] + f[1] * ROTOR_XY[1][1] + f[2] * ROTOR_XY[2][1] + f[3] * ROTOR_XY[3][1]) + torque[0],
-                -(f[0] * ROTOR_XY[0][0] + f[1] * ROTOR_XY[1][0] + f[2] * ROTOR_XY[2][0] + f[3] * ROTOR_XY[3][0]) + torque[1],
-                -(f[0] * SPIN[0] + f[1] * SPIN[1] + f[2] * SPIN[2] + f[3] * SPIN[3]) * ktau + torque[2],
-            };
+            for (int i = 0; i < CHAIN_STATE_ROWS; i++) chain_state[i] = next[i];
+            float thrust = rotor[0];
+            float tau[3] = {rotor[1] + torque[0], rotor[2] + torque[1], rotor[3] + torque[2]};
             float body_z[3] = {2.0f * (qx * qz + qw * qy), 2.0f * (qy * qz - qw * qx), 1.0f - 2.0f * (qx * qx + qy * qy)};
             float acc[3];
             UNROLL
@@ -202,7 +194,7 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
                       + (v[1] - v[1]) + (v[2] - v[2]) + (w[0] - w[0]) + (w[1] - w[1]) + (w[2] - w[2]);
         float crashed = probe == 0.0f ? 0.0f : 1.0f;
         if (TERMINATE_ON_GROUND_CONTACT) crashed = pz <= CONTACT_HEIGHT ? 1.0f : maxf(crashed, touched);
-        float gx = s_in[(GOAL + 0) * n + e], gy = s_in[(GOAL + 1) * n + e], gz = s_in[(GOAL + 2) * n + e];
+        float gx = s_in[(ROW_GOAL_W + 0) * n + e], gy = s_in[(ROW_GOAL_W + 1) * n + e], gz = s_in[(ROW_GOAL_W + 2) * n + e];
         float ex = gx - px, ey = gy - py, ez = gz - pz;
         float distance_raw = sqrtf(ex * ex + ey * ey + ez * ez);
         float out = distance_raw > OUT_OF_BOUNDS_DISTANCE_M ? 1.0f : 0.0f;
@@ -215,8 +207,8 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         float omega_sq = w[0] * w[0] + w[1] * w[1] + w[2] * w[2];
         float rate = 0.0f;
         UNROLL
-        for (int a = 0; a < 4; a++) {
-            float d = act[a] - s_in[(LAST_ACTION + a) * n + e];
+        for (int a = 0; a < NUM_ACTIONS; a++) {
+            float d = act[a] - s_in[(ROW_LAST_ACTION + a) * n + e];
             rate += d * d;
         }
         float r = POSITION_COARSE_WEIGHT * one_minus_tanh_f(distance / POSITION_COARSE_SCALE_M);
@@ -234,7 +226,7 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         float time_out = (steps >= (float)MAX_EPISODE_LENGTH ? 1.0f : 0.0f) * (1.0f - terminated);
         float done = maxf(terminated, time_out);
         float keep = 1.0f - done;
-        float sq_error = s_in[SQ_ERROR * n + e] + distance * distance;
+        float sq_error = s_in[ROW_SQ_ERROR_SUM * n + e] + distance * distance;
         length_f[e - lo] = steps;
         flags[F_DONE][e - lo] = done;
         flags[F_TIME_OUT][e - lo] = time_out;
@@ -245,17 +237,24 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         flags[F_SUCCESS][e - lo] = within * time_out;
         o->rms[e] = sqrtf(sq_error / (steps < 1.0f ? 1.0f : steps));
         /* the new state (the resets overwrite the finished environments) */
-        float row[BUFFER] = {px, py, pz, qw, qx, qy, qz, v[0], v[1], v[2], w[0], w[1], w[2], rpm[0], rpm[1], rpm[2], rpm[3],
-                             gx, gy, gz, act[0] * keep, act[1] * keep, act[2] * keep, act[3] * keep, sq_error * keep};
+        float body[13] = {px, py, pz, qw, qx, qy, qz, v[0], v[1], v[2], w[0], w[1], w[2]}; /* rows ROW_POSITION_W .. + 12 */
         UNROLL
-        for (int i = 0; i < BUFFER; i++) s_out[i * n + e] = row[i];
+        for (int i = 0; i < 13; i++) s_out[(ROW_POSITION_W + i) * n + e] = body[i];
         UNROLL
-        for (int a = 0; a < 4; a++) s_out[BUFFER * n + a * n + e] = act[a] * keep;
+        for (int i = 0; i < CHAIN_STATE_ROWS; i++) s_out[(CHAIN_STATE_ROW + i) * n + e] = chain_state[i];
+        s_out[(ROW_GOAL_W + 0) * n + e] = gx;
+        s_out[(ROW_GOAL_W + 1) * n + e] = gy;
+        s_out[(ROW_GOAL_W + 2) * n + e] = gz;
+        UNROLL
+        for (int a = 0; a < NUM_ACTIONS; a++) s_out[(ROW_LAST_ACTION + a) * n + e] = act[a] * keep;
+        s_out[ROW_SQ_ERROR_SUM * n + e] = sq_error * keep;
+        UNROLL
+        for (int a = 0; a < NUM_ACTIONS; a++) s_out[BUFFER * n + a * n + e] = act[a] * keep;
         UNROLL
         for (int slot = 1; slot < LATENCY_SLOTS; slot++)
             UNROLL
-            for (int a = 0; a < 4; a++)
-                s_out[(BUFFER + 4 * slot + a) * n + e] = s_in[(BUFFER + 4 * (slot - 1) + a) * n + e] * keep;
+            for (int a = 0; a < NUM_ACTIONS; a++)
+                s_out[(BUFFER + NUM_ACTIONS * slot + a) * n + e] = s_in[(BUFFER + NUM_ACTIONS * (slot - 1) + a) * n + e] * keep;
         UNROLL
         for (int i = 0; i < PARAM_ROWS; i++) o->params_out[i * n + e] = p_in[i * n + e];
     }
@@ -285,37 +284,20 @@ static void reset_env(int64_t n, int64_t e, uint32_t key, float start_scale, con
     float p[PARAM_ROWS];
     int64_t lat;
     if (RANDOMIZE) {
-        p[0] = BETWEEN(0, MASS_SCALE_LO, MASS_SCALE_HI);
-        UNROLL
-        for (int i = 0; i < 3; i++) p[1 + i] = BETWEEN(1 + i, INERTIA_SCALE_LO, INERTIA_SCALE_HI);
-        p[4] = BETWEEN(4, THRUST_SCALE_LO, THRUST_SCALE_HI);
-        p[5] = BETWEEN(5, TORQUE_SCALE_LO, TORQUE_SCALE_HI);
-        /* log-uniform motor time constant */
-        p[6] = clampf(expf(BETWEEN(6, LOG_MOTOR_TAU_LO, LOG_MOTOR_TAU_HI)), MOTOR_TAU_LO, MOTOR_TAU_HI);
-        float dz = 2.0f * U(7) - 1.0f, phi = 6.28318530717958647692f * U(8);
-        float ds = sqrtf(maxf(1.0f - dz * dz, 0.0f));
-        float magnitude = BETWEEN(9, 0.0f, MAX_DISTURBANCE_FORCE_N);
-        p[7] = ds * cosf(phi) * magnitude;
-        p[8] = ds * sinf(phi) * magnitude;
-        p[9] = dz * magnitude;
-        UNROLL
-        for (int i = 0; i < 3; i++) p[10 + i] = BETWEEN(10 + i, -MAX_DISTURBANCE_TORQUE_NM, MAX_DISTURBANCE_TORQUE_NM);
-        float l = (float)LATENCY_LO + floorf(U(13) * (float)(LATENCY_HI - LATENCY_LO + 1));
+        draw_parameters(base, key, p); /* generated: uniforms 0 .. LATENCY_UNIFORM - 1 */
+        float l = (float)LATENCY_LO + floorf(U(LATENCY_UNIFORM) * (float)(LATENCY_HI - LATENCY_LO + 1));
         lat = (int64_t)clampf(l, (float)LATENCY_LO, (float)LATENCY_HI);
     } else {
-        UNROLL
-        for (int i = 0; i < 6; i++) p[i] = 1.0f;
-        p[6] = NOMINAL_MOTOR_TAU_S;
-        UNROLL
-        for (int i = 7; i < PARAM_ROWS; i++) p[i] = 0.0f;
+        nominal_parameters(p);
         lat = 0;
     }
-    float pos[3] = {BETWEEN(14, -SPAWN_XY_HALF_EXTENT_M, SPAWN_XY_HALF_EXTENT_M), BETWEEN(15, -SPAWN_XY_HALF_EXTENT_M, SPAWN_XY_HALF_EXTENT_M),
-                    BETWEEN(16, SPAWN_HEIGHT_LO, SPAWN_HEIGHT_HI)};
+    const int j = START_UNIFORM;
+    float pos[3] = {BETWEEN(j, -SPAWN_XY_HALF_EXTENT_M, SPAWN_XY_HALF_EXTENT_M), BETWEEN(j + 1, -SPAWN_XY_HALF_EXTENT_M, SPAWN_XY_HALF_EXTENT_M),
+                    BETWEEN(j + 2, SPAWN_HEIGHT_LO, SPAWN_HEIGHT_HI)};
     /* attitude: random yaw, then a tilt of random size about a random horizontal axis */
-    float half_yaw = 0.5f * BETWEEN(17, -3.14159265358979323846, 3.14159265358979323846);
-    float axis_angle = 6.28318530717958647692f * U(18);
-    float tilt = (MAX_INITIAL_TILT_RAD * start_scale) * U(19);
+    float half_yaw = 0.5f * BETWEEN(j + 3, -3.14159265358979323846, 3.14159265358979323846);
+    float axis_angle = 6.28318530717958647692f * U(j + 4);
+    float tilt = (MAX_INITIAL_TILT_RAD * start_scale) * U(j + 5);
     float rx = cosf(axis_angle) * tilt, ry = sinf(axis_angle) * tilt;
     float angle = sqrtf(rx * rx + ry * ry);
     int small = angle < 1e-4f;
@@ -323,23 +305,33 @@ static void reset_env(int64_t n, int64_t e, uint32_t key, float start_scale, con
     float aw = cosf(0.5f * angle), ax = rx * k, ay = ry * k;
     float bw = cosf(half_yaw), bz = sinf(half_yaw);
     float quat[4] = {aw * bw, ax * bw + ay * bz, ay * bw - ax * bz, aw * bz};
-    float speed = (MAX_INITIAL_SPEED_MPS * start_scale) * U(22);
-    float vz = 2.0f * U(20) - 1.0f, vphi = 6.28318530717958647692f * U(21);
+    float speed = (MAX_INITIAL_SPEED_MPS * start_scale) * U(j + 8);
+    float vz = 2.0f * U(j + 6) - 1.0f, vphi = 6.28318530717958647692f * U(j + 7);
     float vs = sqrtf(maxf(1.0f - vz * vz, 0.0f));
     float vel[3] = {vs * cosf(vphi) * speed, vs * sinf(vphi) * speed, vz * speed};
     float omega[3];
-    for (int i = 0; i < 3; i++) omega[i] = (2.0f * U(23 + i) - 1.0f) * (MAX_INITIAL_BODY_RATE_RADPS * start_scale);
-    float radius = SUBGOAL_RADIUS_M * powf(U(26), 1.0f / 3.0f);
-    float gz_dir = 2.0f * U(27) - 1.0f, gphi = 6.28318530717958647692f * U(28);
+    for (int i = 0; i < 3; i++) omega[i] = (2.0f * U(j + 9 + i) - 1.0f) * (MAX_INITIAL_BODY_RATE_RADPS * start_scale);
+    float radius = SUBGOAL_RADIUS_M * powf(U(j + 12), 1.0f / 3.0f);
+    float gz_dir = 2.0f * U(j + 13) - 1.0f, gphi = 6.28318530717958647692f * U(j + 14);
     float gs = sqrtf(maxf(1.0f - gz_dir * gz_dir, 0.0f));
     float goal[3] = {pos[0] + gs * cosf(gphi) * radius, pos[1] + gs * sinf(gphi) * radius, pos[2] + gz_dir * radius};
     goal[2] = goal[2] < MIN_GOAL_HEIGHT_M ? MIN_GOAL_HEIGHT_M : goal[2];
-    float hover = sqrtf((MASS_KG * p[0]) * GRAVITY / (4.0f * (THRUST_COEFFICIENT * p[4])));
+    /* the chain's state: the airframe holding its weight (generated) */
+    float chain_param[CHAIN_PARAM_ROWS], derived[CHAIN_DERIVED], chain_state[CHAIN_STATE_ROWS];
+    for (int i = 0; i < CHAIN_PARAM_ROWS; i++) chain_param[i] = p[CHAIN_PARAM_ROW + i];
+    chain_derive(chain_param, derived);
+    chain_initial_state((MASS_KG * p[P_MASS_SCALE]) * GRAVITY, derived, chain_state);
 #undef U
 #undef BETWEEN
-    float row[GOAL + 3] = {pos[0], pos[1], pos[2], quat[0], quat[1], quat[2], quat[3], vel[0], vel[1], vel[2],
-                           omega[0], omega[1], omega[2], hover, hover, hover, hover, goal[0], goal[1], goal[2]};
-    for (int i = 0; i < GOAL + 3; i++) o->state_out[i * n + e] = row[i];
+    float *s = o->state_out;
+    for (int i = 0; i < 3; i++) {
+        s[(ROW_POSITION_W + i) * n + e] = pos[i];
+        s[(ROW_LINEAR_VELOCITY_W + i) * n + e] = vel[i];
+        s[(ROW_ANGULAR_VELOCITY_B + i) * n + e] = omega[i];
+        s[(ROW_GOAL_W + i) * n + e] = goal[i];
+    }
+    for (int i = 0; i < 4; i++) s[(ROW_QUAT_WXYZ + i) * n + e] = quat[i];
+    for (int i = 0; i < CHAIN_STATE_ROWS; i++) s[(CHAIN_STATE_ROW + i) * n + e] = chain_state[i];
     /* (last action, error sum and action buffer were zeroed by pass 1) */
     for (int i = 0; i < PARAM_ROWS; i++) o->params_out[i * n + e] = p[i];
     o->latency_out[e] = lat;
@@ -354,10 +346,11 @@ static void observation_block(int64_t n, int64_t lo, int64_t hi, uint32_t noise_
     /* the contract's terms, raw, into the policy rows */
 #pragma omp simd
     for (int64_t e = lo; e < hi; e++) {
-        float qw = s[(QUAT + 0) * n + e], qx = s[(QUAT + 1) * n + e], qy = s[(QUAT + 2) * n + e], qz = s[(QUAT + 3) * n + e];
+        float qw = s[(ROW_QUAT_WXYZ + 0) * n + e], qx = s[(ROW_QUAT_WXYZ + 1) * n + e], qy = s[(ROW_QUAT_WXYZ + 2) * n + e],
+              qz = s[(ROW_QUAT_WXYZ + 3) * n + e];
 #if TERM_SUBGOAL_ERROR_W >= 0
         UNROLL
-        for (int i = 0; i < 3; i++) policy[(TERM_SUBGOAL_ERROR_W + i) * n + e] = s[(GOAL + i) * n + e] - s[(POS + i) * n + e];
+        for (int i = 0; i < 3; i++) policy[(TERM_SUBGOAL_ERROR_W + i) * n + e] = s[(ROW_GOAL_W + i) * n + e] - s[(ROW_POSITION_W + i) * n + e];
 #endif
 #if TERM_ROTATION_MATRIX_WB >= 0
         float rot[9] = {1.0f - 2.0f * (qy * qy + qz * qz), 2.0f * (qx * qy - qw * qz), 2.0f * (qx * qz + qw * qy),
@@ -368,15 +361,15 @@ static void observation_block(int64_t n, int64_t lo, int64_t hi, uint32_t noise_
 #endif
 #if TERM_LINEAR_VELOCITY_W >= 0
         UNROLL
-        for (int i = 0; i < 3; i++) policy[(TERM_LINEAR_VELOCITY_W + i) * n + e] = s[(VEL + i) * n + e];
+        for (int i = 0; i < 3; i++) policy[(TERM_LINEAR_VELOCITY_W + i) * n + e] = s[(ROW_LINEAR_VELOCITY_W + i) * n + e];
 #endif
 #if TERM_ANGULAR_VELOCITY_B >= 0
         UNROLL
-        for (int i = 0; i < 3; i++) policy[(TERM_ANGULAR_VELOCITY_B + i) * n + e] = s[(OMEGA + i) * n + e];
+        for (int i = 0; i < 3; i++) policy[(TERM_ANGULAR_VELOCITY_B + i) * n + e] = s[(ROW_ANGULAR_VELOCITY_B + i) * n + e];
 #endif
 #if TERM_LAST_ACTION >= 0
         UNROLL
-        for (int i = 0; i < 4; i++) policy[(TERM_LAST_ACTION + i) * n + e] = s[(LAST_ACTION + i) * n + e];
+        for (int i = 0; i < NUM_ACTIONS; i++) policy[(TERM_LAST_ACTION + i) * n + e] = s[(ROW_LAST_ACTION + i) * n + e];
 #endif
         (void)qw; (void)qx; (void)qy; (void)qz;
     }
@@ -412,23 +405,17 @@ static void observation_block(int64_t n, int64_t lo, int64_t hi, uint32_t noise_
             if (col_b >= 0) row_b[e] = clampf(row_b[e] + std_b * (radius * sn), low_b, high_b);
         }
     }
-    /* privileged: parameters, latency, disturbances, rotor speeds; nan_to_num */
+    /* privileged columns (generated from the layout table), nan_to_num */
 #pragma omp simd
     for (int64_t e = lo; e < hi; e++) {
-        float priv[18];
+        float param[PARAM_ROWS], chain_state[CHAIN_STATE_ROWS], priv[PRIVILEGED];
         UNROLL
-        for (int i = 0; i < 6; i++) priv[i] = p[i * n + e] - 1.0f;
-        priv[6] = p[6 * n + e] / MOTOR_TAU_NORM;
-        priv[7] = (float)o->latency_out[e];
+        for (int i = 0; i < PARAM_ROWS; i++) param[i] = p[i * n + e];
         UNROLL
-        for (int i = 0; i < 3; i++) {
-            priv[8 + i] = p[(7 + i) * n + e] * dist_scale / FORCE_NORM;
-            priv[11 + i] = p[(10 + i) * n + e] * dist_scale / TORQUE_NORM;
-        }
+        for (int i = 0; i < CHAIN_STATE_ROWS; i++) chain_state[i] = s[(CHAIN_STATE_ROW + i) * n + e];
+        privileged_columns(param, chain_state, (float)o->latency_out[e], dist_scale, priv);
         UNROLL
-        for (int j = 0; j < 4; j++) priv[14 + j] = s[(RPM + j) * n + e] / RPM_MAX;
-        UNROLL
-        for (int i = 0; i < 18; i++) {
+        for (int i = 0; i < PRIVILEGED; i++) {
             float v = priv[i] != priv[i] ? 0.0f : priv[i];
             critic[(OBS_POLICY + i) * n + e] = clampf(v, -3.40282346638528859812e+38f, 3.40282346638528859812e+38f);
         }

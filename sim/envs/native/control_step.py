@@ -17,7 +17,7 @@ import torch
 
 from robot_hrl.errors import ConfigError
 from sim.envs.native.build import load_library
-from sim.envs.step_core import FusedConstants, StateLayout
+from sim.envs.step_constants import FusedConstants
 
 _STATS = 5
 _STATE_OUTPUTS = ("state_out", "params_out", "latency_out", "length_out")
@@ -68,16 +68,16 @@ class NativeControlStep:
 
     def _allocate(self) -> _BufferSet:
         n, f = self.num_envs, self.constants
-        rows = StateLayout(int(f.latency_slots)).rows
+        rows, na = f.layout.num_rows, f.layout.num_actions
         obs = len(f.obs_low)
         blocks = (n + 255) // 256
         f32, u8, i64 = torch.float32, torch.uint8, torch.int64
         shapes = {
-            "state_out": ((rows, n), f32), "params_out": ((StateLayout.PARAM_ROWS, n), f32), "latency_out": ((n,), i64),
+            "state_out": ((rows, n), f32), "params_out": ((f.layout.num_params, n), f32), "latency_out": ((n,), i64),
             "length_out": ((n,), i64), "reward": ((n,), f32), "dones": ((n,), u8), "dones_long": ((n,), i64),
             "time_out": ((n,), u8), "crashed": ((n,), u8), "out_of_bounds": ((n,), u8), "distance": ((n,), f32),
             "speed": ((n,), f32), "success": ((n,), u8), "rms": ((n,), f32), "length_end": ((n,), i64),
-            "obs_rows": ((2 * obs + 18, n), f32), "action_rows": ((4, n), f32), "stats": ((_STATS,), f32),
+            "obs_rows": ((2 * obs + f.layout.privileged_size, n), f32), "action_rows": ((na, n), f32), "stats": ((_STATS,), f32),
             "block_stats": ((blocks * _STATS,), torch.float64),
         }
         t = {name: torch.zeros(shape, dtype=dtype) for name, (shape, dtype) in shapes.items()}
@@ -105,9 +105,9 @@ class NativeControlStep:
 
         The outputs of a buffer set are the same tensor objects every time, so a caller can build its views
         of them once per set (``GotoEnv`` does)."""
-        n = self.num_envs
-        if actions.shape != (n, 4):
-            raise ValueError(f"actions must have shape ({n}, 4), got {tuple(actions.shape)}")
+        n, na = self.num_envs, self.constants.layout.num_actions
+        if actions.shape != (n, na):
+            raise ValueError(f"actions must have shape ({n}, {na}), got {tuple(actions.shape)}")
         actions, state, params = _as(actions, torch.float32), _as(state, torch.float32), _as(params, torch.float32)
         latency_steps, episode_length = _as(latency_steps, torch.int64), _as(episode_length, torch.int64)
         # the inputs are normally the last step's outputs: write the other set

@@ -15,6 +15,10 @@ static inline int32_t as_int(float f) { int32_t i; memcpy(&i, &f, 4); return i; 
 static inline float clampf(float x, float lo, float hi) { x = x < lo ? lo : x; return x > hi ? hi : x; } /* NaN stays NaN */
 /* (fmaxf has NaN semantics no vector instruction has, so GCC does not vectorize it without -ffast-math) */
 static inline float maxf(float a, float b) { return a > b ? a : b; }
+/* torch.maximum / torch.minimum: NaN in either argument gives NaN (the generated chain's xp.maximum, xp.minimum) */
+/* (written as two selects of one comparison each: GCC 12 vectorizes that, not a nested or or-ed condition) */
+static inline float max_nan_f(float a, float b) { float m = a > b ? a : b; return a != a ? a : m; }
+static inline float min_nan_f(float a, float b) { float m = a < b ? a : b; return a != a ? a : m; }
 
 static inline float exp_f(float x) {
     float c = x > 88.3762626647949f ? 88.3762626647949f : x;
@@ -64,3 +68,6 @@ static inline void sincos_f(float x, float *s_out, float *c_out) {
     *s_out = x != x ? x : s;
     *c_out = x != x ? x : c;
 }
+
+static inline float sin_f(float x) { float s, c; sincos_f(x, &s, &c); return s; }
+static inline float cos_f(float x) { float s, c; sincos_f(x, &s, &c); return c; }
