@@ -128,24 +128,25 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
         subgoal_offset_action_spec,
     )
     from robot_hrl.geometry import quat_from_euler_rpy
+    from robot_hrl.planning.learned import LearnedNavigator
     from robot_hrl.runtime import OnnxPolicy
     from robot_hrl.sensing import robot_range_sensors
-    from robot_hrl.sensing.memory import RangeMemory
     from sim.pybullet import PyBulletQuadrotorSim
     from sim.pybullet.ranging import PyBulletRangers, build_enclosure
     from sim.pybullet.scene import GROUND_NAME
 
     policy = OnnxPolicy(skill_path, provider="cpu")
     sensors = robot_range_sensors(policy.robot)
-    memory = None
-    if contract is None:
+    navigator = None
+    if contract is None:  # a baseline on the memory-free observation
         terms = navigate_observation_terms(max(s.max_range_m for s in sensors), len(sensors), max_offset_m)
         action_spec = subgoal_offset_action_spec(max_offset_m)
-    else:
-        terms, action_spec, decision_rate_hz = contract.observations, contract.action, contract.decision_rate_hz
-        if contract.memory is not None:
-            memory = RangeMemory.from_spec(contract.memory, sensors)
-    memory_every = int(round(policy.control_rate_hz / (contract.memory.update_rate_hz if memory is not None else decision_rate_hz)))
+        sense_hz = decision_rate_hz
+    else:  # the learned level: the runtime's navigator (robot_hrl.planning.learned), as the planner node runs it
+        navigator = LearnedNavigator(contract, sensors, planner)
+        decision_rate_hz = contract.decision_rate_hz
+        sense_hz = contract.memory.update_rate_hz if contract.memory is not None else decision_rate_hz
+    sense_every = int(round(policy.control_rate_hz / sense_hz))
     rng = np.random.default_rng(seed)
     with PyBulletQuadrotorSim(robot=policy.robot, world=room.world, control_hz=policy.control_rate_hz, seed=seed) as sim:
         build_enclosure(sim.bullet, room.world)
@@ -158,32 +159,34 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
         per_decision = int(round(policy.control_rate_hz / decision_rate_hz))
         steps, path, collided, success, infer_s, decisions = 0, 0.0, False, False, 0.0, 0
         positions = [state.position_w.copy()]
-        ranges = rangers.readings(state.position_w, state.quat_wxyz)
-        if memory is not None:
-            memory.add(state.position_w, state.quat_wxyz, ranges)
+
+        def sense():
+            r = rangers.readings(state.position_w, state.quat_wxyz)
+            if navigator is not None:
+                navigator.sense(state.position_w, state.quat_wxyz, r)
+            return r
+
+        ranges = sense()
         while steps < time_limit_s * policy.control_rate_hz and not (collided or success):
             if steps % per_decision == 0:
-                inputs = {"position_w": state.position_w, "quat_wxyz": state.quat_wxyz,
-                          "linear_velocity_w": state.linear_velocity_w, "goal_w": goal, "ranges_m": ranges,
-                          "last_subgoal_w": subgoal}
-                if memory is not None:
-                    inputs["range_memory_yaw"] = memory.sectors(state.position_w, state.quat_wxyz)[0]
-                obs = compute_navigate_observation(terms, inputs)
                 t = time.perf_counter()
-                action = planner(obs[None])[0]
+                if navigator is not None:
+                    subgoal = navigator.decide(state.position_w, state.quat_wxyz, state.linear_velocity_w, goal)
+                else:
+                    obs = compute_navigate_observation(terms, {
+                        "position_w": state.position_w, "quat_wxyz": state.quat_wxyz, "linear_velocity_w": state.linear_velocity_w,
+                        "goal_w": goal, "ranges_m": ranges, "last_subgoal_w": subgoal})
+                    subgoal = subgoal_from_offset(offset_from_action(planner(obs[None])[0], action_spec), state.position_w,
+                                                  state.quat_wxyz, room.start_w[2])
                 infer_s += time.perf_counter() - t
                 decisions += 1
-                subgoal = subgoal_from_offset(offset_from_action(action, action_spec), state.position_w, state.quat_wxyz,
-                                              room.start_w[2])
             prev = state.position_w.copy()
             state = sim.step(policy.to_wrench(policy.step(state, subgoal)))
             steps += 1
             path += float(np.linalg.norm(state.position_w - prev))
             positions.append(state.position_w.copy())
-            if steps % memory_every == 0:  # the rangers at the rate the level was trained with (the batched env's)
-                ranges = rangers.readings(state.position_w, state.quat_wxyz)
-                if memory is not None:
-                    memory.add(state.position_w, state.quat_wxyz, ranges)
+            if steps % sense_every == 0:  # the rangers at the rate the level was trained with (the batched env's)
+                ranges = sense()
             collided = sim.collided() or any(c.body == GROUND_NAME for c in sim.collisions()) or not state.is_finite()
             success = (not collided) and float(np.linalg.norm(state.position_w - goal)) < goal_tolerance_m
     return {"room": room.name, "density": room.density, "success": bool(success), "collided": bool(collided),

@@ -1,6 +1,8 @@
-"""Train the ``navigate`` level with PPO (rsl-rl-lib) over the frozen goto skill, on a density curriculum.
+"""Train the ``navigate`` level over the frozen goto skill, on a density curriculum: DAgger from a privileged
+expert first (sim/agents/dagger_navigate.py), then PPO (rsl-rl-lib) fine-tunes the same actor.
 
     python sim/train_navigate.py --run-dir runs/navigate --minutes 15
+    python sim/train_navigate.py --dagger-iterations 0 ...    # PPO alone, from scratch (phase 1)
     python sim/train_navigate.py --skill models/new_goto.onnx --run-dir runs/navigate_new   # retrain over a new skill
 
 Writes TensorBoard logs, checkpoints (model_<it>.pt), train_cfg.json, navigate_contract.json (the
@@ -36,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-curriculum", action="store_true", help="every density from the start")
     p.add_argument("--resume", default=None, metavar="CHECKPOINT", help="continue from this model_<it>.pt (same skill)")
     p.add_argument("--start-level", type=int, default=0, help="curriculum level to start at (0 sparse, 1 +medium, 2 +dense)")
+    p.add_argument("--dagger-iterations", type=int, default=30,
+                   help="DAgger iterations from the geodesic expert before PPO (0: PPO from scratch); not on --resume")
+    p.add_argument("--dagger-init", default=None, metavar="CHECKPOINT",
+                   help="start DAgger from this model_<it>.pt's actor (student only from the first iteration: beta 0)")
     p.add_argument("--export", default=None, metavar="ONNX", help="export the final policy to this .onnx")
     return p
 
@@ -57,7 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg = NavigateEnvCfg(skill_path=args.skill, rooms_per_density=args.rooms_per_density)
     cfg.curriculum.enabled = not args.no_curriculum
     t0 = time.perf_counter()
-    env = NavigateEnv(cfg, num_envs=args.num_envs, seed=args.seed)
+    from robot_hrl.world.rooms import generate_room, room_seeds
+    from sim.envs.nav_rooms import RoomPool
+
+    rooms = [generate_room(d, s, cfg.room_split) for d in cfg.densities
+             for s in room_seeds(cfg.room_split, cfg.rooms_per_density, cfg.room_seed_offset)]
+    env = NavigateEnv(cfg, num_envs=args.num_envs, seed=args.seed, pool=RoomPool.from_rooms(rooms))
     setup_s = time.perf_counter() - t0
     (run_dir / "navigate_contract.json").write_text(env.contract.to_json())
     train_cfg = ppo_navigate_cfg()
@@ -69,8 +80,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume:
         runner.load(args.resume)
     start = time.perf_counter()
-    done_it, chunk = 0, 10
     from tqdm import tqdm
+
+    dagger = None
+    if args.dagger_iterations > 0 and not args.resume:
+        from torch.utils.tensorboard import SummaryWriter
+
+        from sim.agents.dagger_navigate import DaggerCfg, run_dagger
+        from sim.navigate_expert import GeodesicExpert
+
+        expert = GeodesicExpert(rooms, env.contract.max_offset_m)
+        with tqdm(total=args.dagger_iterations, desc="navigate DAgger", unit="it") as bar:
+            writer = SummaryWriter(str(run_dir / "dagger"))
+            dagger_cfg = DaggerCfg(iterations=args.dagger_iterations)
+            if args.dagger_init:
+                runner.alg.actor.load_state_dict(torch.load(args.dagger_init, map_location="cpu", weights_only=False)["actor_state_dict"])
+                dagger_cfg.beta_decay_iterations = 0
+            dagger = run_dagger(env, runner.alg.actor, expert, dagger_cfg, writer, bar)
+            dagger["init"] = args.dagger_init
+            writer.close()
+        dagger["wall_s"] = time.perf_counter() - start
+        runner.save(str(run_dir / "model_0.pt"))
+        env.reset()
+    done_it, chunk = 0, 10
 
     bar = tqdm(total=args.max_iterations, desc="navigate PPO", unit="it")
     while done_it < args.max_iterations and time.perf_counter() - start < args.minutes * 60:
@@ -83,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         runner.save(str(run_dir / f"model_{runner.current_learning_iteration}.pt"))
     bar.close()
     wall = time.perf_counter() - start
-    summary = {"iterations": done_it, "total_iterations": runner.current_learning_iteration, "resumed_from": args.resume, "training_wall_s": wall, "setup_s": setup_s, "num_envs": args.num_envs,
+    summary = {"dagger": dagger, "iterations": done_it, "total_iterations": runner.current_learning_iteration, "resumed_from": args.resume, "training_wall_s": wall, "setup_s": setup_s, "num_envs": args.num_envs,
                "decisions": done_it * train_cfg["num_steps_per_env"] * args.num_envs, "final_level": env.level,
                "skill": args.skill, "skill_sha256": env.skill.sha256, "command": " ".join(sys.argv)}
     (run_dir / "train_summary.json").write_text(json.dumps(summary, indent=1))

@@ -1,4 +1,4 @@
-"""The navigate pipeline end to end, small: train (1 PPO iteration) -> export ONNX with the contract -> load
+"""The navigate pipeline end to end, small: train (1 DAgger + 1 PPO iteration) -> export ONNX with the contract -> load
 through onnxruntime, refused over another goto skill -> fly held-out rooms in the batched simulator and PyBullet."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from robot_hrl.world.rooms import generate_room, room_seeds
 def trained(tmp_path_factory, repo_root):
     run = tmp_path_factory.mktemp("nav_run")
     out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(run), "--num-envs", "16",
-                          "--max-iterations", "1", "--rooms-per-density", "1", "--threads", "1",
+                          "--max-iterations", "1", "--rooms-per-density", "1", "--threads", "1", "--dagger-iterations", "1",
                           "--export", str(run / "nav.onnx")], capture_output=True, text=True, cwd=repo_root)
     assert out.returncode == 0, out.stderr[-3000:]
     return run
@@ -34,6 +34,8 @@ def test_export_carries_the_contract_and_matches_torch(trained):
     assert contract == NavigateContract.from_json((trained / "navigate_contract.json").read_text())
     summary = json.loads((trained / "train_summary.json").read_text())
     assert summary["iterations"] == 1 and summary["skill_sha256"] == contract.lower_skill.model_sha256
+    assert summary["dagger"]["iterations"] == 1 and summary["dagger"]["samples"] == 16 * 24  # DAgger, then PPO
+    assert any(p.name.startswith("events.out.tfevents") for p in (trained / "dagger").iterdir())
     assert (trained / "nav.onnx.sha256").read_text().split()[0] == __import__("hashlib").sha256((trained / "nav.onnx").read_bytes()).hexdigest()
     assert any(p.name.startswith("events.out.tfevents") for p in trained.iterdir())  # TensorBoard
 
