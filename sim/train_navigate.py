@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.dagger_init:
                 runner.alg.actor.load_state_dict(torch.load(args.dagger_init, map_location="cpu", weights_only=False)["actor_state_dict"])
                 dagger_cfg.beta_decay_iterations = 0
-            dagger = run_dagger(env, runner.alg.actor, expert, dagger_cfg, writer, bar)
+            dagger = run_dagger(env, runner.alg.actor, expert, dagger_cfg, writer, bar,
+                                on_iteration=lambda it: runner.save(str(run_dir / "model_0.pt")),
+                                should_stop=lambda: time.perf_counter() - start > args.minutes * 60)
             dagger["init"] = args.dagger_init
             writer.close()
         dagger["wall_s"] = time.perf_counter() - start

@@ -26,7 +26,7 @@ from deploy.onnx_export.exporter import _torch_to_onnx, _write_metadata
 from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
 
 
-def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-5) -> Path:
+def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-5, checkpoint: str | None = None) -> Path:
     from rsl_rl.runners import OnPolicyRunner  # noqa: F401  (the checkpoint's classes)
 
     run_dir, out = Path(run_dir), Path(out)
@@ -35,6 +35,10 @@ def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-
         raise ExportError(f"{run_dir} has no navigate_contract.json; give a run directory of sim/train_navigate.py")
     contract = NavigateContract.from_json(contract_path.read_text())
     checkpoints = sorted(run_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+    if checkpoint is not None:
+        checkpoints = [run_dir / checkpoint]
+        if not checkpoints[0].is_file():
+            raise ExportError(f"{run_dir} has no checkpoint {checkpoint!r}; give one of {[p.name for p in sorted(run_dir.glob('model_*.pt'))]}")
     if not checkpoints:
         raise ExportError(f"{run_dir} has no model_*.pt checkpoint; train first")
     actor = torch.load(checkpoints[-1], map_location="cpu", weights_only=False)
@@ -76,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
                                                  "to ONNX with its navigate contract and a .sha256.")
     parser.add_argument("run_dir")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--checkpoint", default=None, help="model_<it>.pt in the run directory (default: the latest)")
     args = parser.parse_args(argv)
     try:
-        path = export_navigate(args.run_dir, args.out)
+        path = export_navigate(args.run_dir, args.out, checkpoint=args.checkpoint)
     except ExportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -31,15 +31,20 @@ class DaggerCfg:
     """The actor's action noise after pre-training (PPO explores around the imitated policy, not from 0.6)."""
 
 
-def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, log_every: int = 1) -> dict:
-    """Pre-train ``actor`` (rsl_rl MLPModel) on ``env`` (NavigateEnv) from ``expert`` (GeodesicExpert)."""
+def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, on_iteration=None, should_stop=None) -> dict:
+    """Pre-train ``actor`` (rsl_rl MLPModel) on ``env`` (NavigateEnv) from ``expert`` (GeodesicExpert);
+    ``on_iteration(it)`` after each iteration (the trainer saves a checkpoint: a run stopped early keeps its work);
+    ``should_stop()`` true ends the pre-training after the current iteration (the trainer's wall-time budget)."""
     opt = torch.optim.Adam(actor.mlp.parameters(), lr=cfg.learning_rate)
     data_obs: list[torch.Tensor] = []
     data_act: list[torch.Tensor] = []
     obs = env.get_observations()
     successes: list[float] = []
     loss_value = float("nan")
+    done, x = 0, torch.zeros(0)
     for it in range(cfg.iterations):
+        if should_stop is not None and should_stop():
+            break
         beta = max(0.0, 1.0 - it / cfg.beta_decay_iterations) if cfg.beta_decay_iterations > 0 else 0.0
         for _ in range(cfg.steps_per_env):
             low = env.low
@@ -76,6 +81,9 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, l
             writer.add_scalar("dagger/success_rate_window", rate, it)
             writer.add_scalar("dagger/level", env.level, it)
             writer.add_scalar("dagger/dataset", len(x), it)
+        done = it + 1
+        if on_iteration is not None:
+            on_iteration(it)
         if progress is not None:
             progress.update(1)
             progress.set_postfix(loss=f"{loss_value:.3f}", success=f"{rate:.2f}", level=env.level, beta=f"{beta:.2f}")
@@ -84,5 +92,5 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, l
         with torch.no_grad():
             std.fill_(cfg.finetune_std)
     recent = successes[-400:]
-    return {"iterations": cfg.iterations, "samples": int(len(x)), "final_loss": loss_value,
+    return {"iterations": done, "samples": int(len(x)), "final_loss": loss_value,
             "success_rate_window": sum(recent) / len(recent) if recent else None, "level": env.level}
