@@ -42,12 +42,14 @@ def inference_time_us(session, n_obs: int, repeats: int = 2000) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python benchmarks/bench_navigate.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="runs/navigate/crazyflie_navigate.onnx")
+    p.add_argument("--model", default="models/crazyflie_navigate.onnx")
     p.add_argument("--skill", default="models/crazyflie_goto.onnx")
     p.add_argument("--run-dir", default=None, help="the training run (for its wall time)")
     p.add_argument("--rooms", type=int, default=50, help="held-out rooms per density, batched simulator")
     p.add_argument("--pybullet-rooms", type=int, default=10, help="held-out rooms per density, PyBullet (0: skip)")
     p.add_argument("--out", default="runs/bench_navigate/bench_navigate.json")
+    p.add_argument("--range-shield", action="store_true",
+                   help="also fly the learned level in PyBullet through the shield with the range source (rooms unmapped for it)")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     import torch
@@ -78,7 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         out["pybullet"] = evaluate_pybullet(planners, pb_rooms, args.skill, contracts={"learned": contract})
         out["pybullet_wall_s"], out["pybullet_load1"] = time.perf_counter() - t, load1()
         plots.append(str(plot_results(out["pybullet"], out_dir, "navigate pybullet: success by density")))
-    for sim in ("batched", "pybullet"):
+        if args.range_shield:  # the learned level again, the range source of the shield on (the rooms unmapped for it)
+            t = time.perf_counter()
+            out["pybullet_range_shield"] = evaluate_pybullet({"learned": planners["learned"]}, pb_rooms, args.skill,
+                                                             contracts={"learned": contract}, shielded=True)
+            out["pybullet_range_shield_wall_s"], out["pybullet_range_shield_load1"] = time.perf_counter() - t, load1()
+    for sim in ("batched", "pybullet", "pybullet_range_shield"):
         for name, r in out.get(sim, {}).items():
             for d in DENSITY_NAMES:
                 s = r["by_density"].get(d)
@@ -91,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     if "training" in out:
         tr = out["training"]
         print(f"training: {tr['iterations']} iterations, {tr['decisions']} decisions, {tr['training_wall_s']:.0f} s wall")
-    for e in ("batched", "pybullet"):
+    for e in ("batched", "pybullet", "pybullet_range_shield"):
         for r in out.get(e, {}).values():
             r.pop("episodes", None)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -117,9 +117,40 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
     return planners
 
 
+RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_distance_m": 0.3, "slowdown_distance_m": 0.8,
+                        "slowdown_ratio": 0.4, "source_timeout_s": 0.35, "obstacles_angle_rad": 0.0873}
+"""The range source's zones for the evaluation (docs/safety.md, "The shield without a map")."""
+
+
+def range_shield(policy, room, section: dict | None = None, keep_map: bool = False):
+    """The robot's shield with the ``range_obstacles`` unit for an UNMAPPED room: its world file keeps the
+    fence and drops the boxes (``keep_map``: keeps them and the ``obstacles`` unit too: both sources)."""
+    import copy
+
+    import yaml
+
+    from robot_hrl.safety import Shield
+    from robot_hrl.safety.config import parse_shield_config
+
+    robot = policy.robot
+    data = yaml.safe_load(robot.shield_config_path.read_text())
+    units = [u for u in data["units"] if keep_map or u != "obstacles"]
+    units.insert(units.index("subgoal"), "range_obstacles")
+    data["units"] = units
+    if not keep_map:
+        data.pop("obstacles", None)
+    data["range_obstacles"] = copy.deepcopy(section or RANGE_SHIELD_SECTION)
+    world = room.world if keep_map else room.world.model_copy(update={"obstacles": ()})
+    return Shield(parse_shield_config(data, "range shield"), robot, world, policy.contract.subgoal_radius_m,
+                  action=policy.contract.action)
+
+
 def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: float = 2.0, time_limit_s: float = 30.0,
-                 goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0, contract=None) -> dict:
+                 goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0, contract=None, shielded: bool = False) -> dict:
     """One room in PyBullet: the goto skill through the runtime (OnnxPolicy), the rangers by rayTestBatch.
+
+    ``shielded``: the skill's commands go through the shield with the range source only (:func:`range_shield`:
+    the room is unmapped for it), fed with every ranger reading, every subgoal filtered on arrival.
 
     ``contract``: the learned level's NavigateContract (its observation, range memory, action mapping and
     decision rate); None (a baseline): the memory-free observation and a ``max_offset_m`` offset radius."""
@@ -130,6 +161,7 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
     from robot_hrl.geometry import quat_from_euler_rpy
     from robot_hrl.planning.learned import LearnedNavigator
     from robot_hrl.runtime import OnnxPolicy
+    from robot_hrl.safety import ShieldInput
     from robot_hrl.sensing import robot_range_sensors
     from sim.pybullet import PyBulletQuadrotorSim
     from sim.pybullet.ranging import PyBulletRangers, build_enclosure
@@ -160,10 +192,20 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
         steps, path, collided, success, infer_s, decisions = 0, 0.0, False, False, 0.0, 0
         positions = [state.position_w.copy()]
 
-        def sense():
+        shield = range_shield(policy, room) if shielded else None
+        unit = shield.unit("range_obstacles") if shield is not None else None
+        interventions: dict[str, int] = {}
+
+        shield_every = int(round(policy.control_rate_hz / max(s.update_rate_hz for s in sensors)))
+
+        def sense(for_level: bool = True, for_shield: bool = True):
+            """Read the rangers: the level's memory at its rate, the shield's range source at the rangers' rate."""
             r = rangers.readings(state.position_w, state.quat_wxyz)
-            if navigator is not None:
+            if navigator is not None and for_level:
                 navigator.sense(state.position_w, state.quat_wxyz, r)
+            if unit is not None and for_shield:
+                for spec, value in zip(sensors, r):
+                    unit.update(spec.name, float(value), sim.time_s)
             return r
 
         ranges = sense()
@@ -181,20 +223,34 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
                 infer_s += time.perf_counter() - t
                 decisions += 1
             prev = state.position_w.copy()
-            state = sim.step(policy.to_wrench(policy.step(state, subgoal)))
+            if shield is None:
+                wrench = policy.to_wrench(policy.step(state, subgoal))
+            else:
+                if steps % per_decision == 0:
+                    subgoal, _ = shield.filter_subgoal(subgoal, state.position_w, sim.time_s)
+                out = shield.step(ShieldInput(now_s=sim.time_s, state=state, actions=policy.step(state, subgoal), subgoal_w=subgoal))
+                for item in out.interventions:
+                    key = f"{item.unit}.{item.constraint}"
+                    interventions[key] = interventions.get(key, 0) + 1
+                wrench = out.wrench
+            state = sim.step(wrench)
             steps += 1
             path += float(np.linalg.norm(state.position_w - prev))
             positions.append(state.position_w.copy())
             if steps % sense_every == 0:  # the rangers at the rate the level was trained with (the batched env's)
-                ranges = sense()
+                ranges = sense(for_shield=unit is not None and steps % shield_every == 0)
+            elif unit is not None and steps % shield_every == 0:
+                sense(for_level=False)
             collided = sim.collided() or any(c.body == GROUND_NAME for c in sim.collisions()) or not state.is_finite()
             success = (not collided) and float(np.linalg.norm(state.position_w - goal)) < goal_tolerance_m
     return {"room": room.name, "density": room.density, "success": bool(success), "collided": bool(collided),
             "time_out": not (success or collided), "time_s": steps / policy.control_rate_hz, "path_length_m": path,
-            "inference_s": infer_s / max(decisions, 1), "positions_w": np.asarray(positions)}
+            "inference_s": infer_s / max(decisions, 1), "positions_w": np.asarray(positions), "shielded": shielded,
+            "interventions": interventions}
 
 
-def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contracts: dict | None = None) -> dict:
+def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contracts: dict | None = None,
+                      shielded: bool = False) -> dict:
     """Every planner flies every room in PyBullet; ``contracts``: planner name -> its NavigateContract (learned ones)."""
     from tqdm import tqdm
 
@@ -205,7 +261,7 @@ def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contract
     for name, planner in planners.items():
         records = []
         for i, room in enumerate(tqdm(rooms, desc=f"pybullet {name}", unit="room", leave=False)):
-            r = fly_pybullet(room, planner, skill_path, seed + i, contract=(contracts or {}).get(name))
+            r = fly_pybullet(room, planner, skill_path, seed + i, contract=(contracts or {}).get(name), shielded=shielded)
             r["symbolic_length_m"] = lengths[i]
             r.pop("positions_w")
             records.append(r)

@@ -18,8 +18,7 @@ from robot_hrl.safety import Shield, ShieldInput
 from robot_hrl.safety.config import parse_shield_config
 from robot_hrl.world.rooms import generate_room
 
-RANGE_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_distance_m": 0.3, "slowdown_distance_m": 0.8,
-                 "slowdown_ratio": 0.4, "source_timeout_s": 0.35, "obstacles_angle_rad": math.radians(5.0)}
+from sim.evaluate_navigate import RANGE_SHIELD_SECTION as RANGE_SECTION  # noqa: E402  (the evaluation's zones)
 
 
 def _config(robot, units=("obstacles", "range_obstacles"), **section):
@@ -153,3 +152,18 @@ def test_a_ranger_that_goes_silent_stops_the_robot(policy):
                         for i in range(6)) if r is not None][:3]
     assert runs and not any(r["collided"] for r in runs), runs
     assert all(r["counts"].get("source_timeout", 0) > 0 and "backup_hold" in r["modes"] for r in runs), runs
+
+
+def test_the_evaluation_flies_a_level_through_the_range_shield(policy, repo_root):
+    """sim/evaluate_navigate.py's shielded PyBullet flight: the rangers feed the shield at their own rate (no
+    stale-source rejections), the room is unmapped for the shield, and it acts near the obstacles."""
+    import torch
+
+    from sim.evaluate_navigate import fly_pybullet
+    from sim.navigate_baselines import reactive_potential_field
+
+    room = generate_room("dense", 1_000_000_000, "eval")
+    r = fly_pybullet(room, lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy(),
+                     repo_root / "models/crazyflie_goto.onnx", seed=0, time_limit_s=6.0, shielded=True)
+    assert r["shielded"] and r["success"] + r["collided"] + r["time_out"] == 1
+    assert not any(k.endswith("source_timeout") for k in r["interventions"]), r["interventions"]

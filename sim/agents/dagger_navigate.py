@@ -72,7 +72,7 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                loss_value = float(loss)
+                loss_value = float(loss.detach())
         recent = successes[-400:]
         rate = sum(recent) / len(recent) if recent else float("nan")
         if writer is not None:
