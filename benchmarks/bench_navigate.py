@@ -1,7 +1,7 @@
 """Figures of the learned navigation level (issue 19): success by density for the three planners, in the
 batched simulator and in PyBullet, and the level's inference time per decision.
 
-    python benchmarks/bench_navigate.py --model runs/navigate/crazyflie_navigate.onnx --rooms 50 --pybullet-rooms 10
+    python benchmarks/bench_navigate.py --model models/crazyflie_navigate.onnx --run-dir runs/navigate --rooms 20 --pybullet-rooms 5 --range-shield
 
 Held-out rooms (evaluation seeds). Prints a table, writes --out (JSON) and PNG plots next to it.
 Training wall time is read from the run's train_summary.json when --run-dir is given.
@@ -95,9 +95,16 @@ def main(argv: list[str] | None = None) -> int:
                           f"{s['mean_path_length_ratio'] if s['mean_path_length_ratio'] is None else round(s['mean_path_length_ratio'], 2)} |")
     inf = out["inference"]
     print(f"level inference (onnxruntime, 1 observation): p50 {inf['p50_us']:.1f} us, p99 {inf['p99_us']:.1f} us (load {inf['load1']:.1f})")
+    if "pybullet" in out and "learned" in out["pybullet"]:
+        print(f"level decision in PyBullet (robot_hrl.planning.learned: observation, range memory, onnxruntime, mapping): "
+              f"mean {out['pybullet']['learned']['inference_s_per_decision'] * 1e6:.1f} us (load {out['pybullet_load1']:.1f})")
     if "training" in out:
         tr = out["training"]
-        print(f"training: {tr['iterations']} iterations, {tr['decisions']} decisions, {tr['training_wall_s']:.0f} s wall")
+        dg = tr.get("dagger") or {}
+        if dg:
+            print(f"training: DAgger {dg['iterations']} iterations, {dg['samples']} labelled decisions (init {dg.get('init')}), "
+                  f"{dg.get('wall_s', 0):.0f} s wall")
+        print(f"training: PPO {tr['iterations']} iterations, {tr['decisions']} decisions; {tr['training_wall_s']:.0f} s wall in all")
     for e in ("batched", "pybullet", "pybullet_range_shield"):
         for r in out.get(e, {}).values():
             r.pop("episodes", None)
