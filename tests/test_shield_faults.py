@@ -84,10 +84,11 @@ def test_dead_reckoning_starts_from_the_commands_sent_since_the_last_measurement
     roll = hover.copy()
     roll[1] = 0.3  # a moderate roll torque, within the shield's limits
     pos = np.array([2.0, 2.3, 1.0])
+    before = []
     for k in range(50):
         last = state_at(pos, k * DT)
-        s.step(ShieldInput(k * DT, last, hover, subgoal_w=pos))
-    sent = []
+        before.append(s.step(ShieldInput(k * DT, last, hover, subgoal_w=pos)).wrench.copy())
+    sent = [before.pop()]  # the output of the tick the latest state arrived on is sent after it
     k = 50
     while True:
         out = s.step(ShieldInput(k * DT, last, roll, subgoal_w=pos))
@@ -100,7 +101,7 @@ def test_dead_reckoning_starts_from_the_commands_sent_since_the_last_measurement
     from robot_hrl.robots.quadrotor.shield import StatePredictor
 
     ref = StatePredictor(s.model)
-    ref.reset(pos, [0, 0, 0], [1, 0, 0, 0], [0, 0, 0], [CRAZYFLIE_2X.weight_n, 0, 0, 0])
+    ref.reset(pos, [0, 0, 0], [1, 0, 0, 0], [0, 0, 0], before[-s.WARMUP_TICKS:])  # the chain settled on the outputs before
     for wrench in sent:
         ref.step(wrench)
     ref.step(out.wrench)  # and this tick's backup command

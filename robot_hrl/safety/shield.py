@@ -46,14 +46,13 @@ MODES = ("policy", "backup_hold", "backup_land", "motors_off")
 _NO_INTERVENTIONS: tuple = ()
 
 
-def _unrolled_lags(size: int, k_est: float, k_lag: float):
-    """``lags(est, lag, out)``: both first-order lags of the output, ``x += (out - x) * k`` per term, unrolled
-    for ``size`` terms with the gains as constants (as dataclasses writes its methods: this runs every tick)."""
-    lines = [f"    est[{i}] += (out[{i}] - est[{i}]) * {k_est!r}\n    lag[{i}] += (out[{i}] - lag[{i}]) * {k_lag!r}\n"
-             for i in range(size)]
+def _unrolled_lag(size: int, k_est: float):
+    """``lag(est, out)``: the first-order lag of the output, ``x += (out - x) * k`` per term, unrolled for
+    ``size`` terms with the gain as a constant (as dataclasses writes its methods: this runs every tick)."""
+    lines = [f"    est[{i}] += (out[{i}] - est[{i}]) * {k_est!r}\n" for i in range(size)]
     namespace: dict = {}
-    exec("def lags(est, lag, out):\n" + "".join(lines), namespace)  # noqa: S102 - generated from floats only
-    return namespace["lags"]
+    exec("def lag(est, out):\n" + "".join(lines), namespace)  # noqa: S102 - generated from floats only
+    return namespace["lag"]
 
 
 @dataclass(slots=True)
@@ -126,7 +125,11 @@ class Shield:
     LOG_SIZE = 10000
     """Interventions kept in :attr:`log` (oldest dropped); counters count them all."""
     MAX_REPLAY_TICKS = 100
-    """Outputs kept for dead reckoning since the latest measured state (1 s at 100 Hz; the watchdog lands long before)."""
+    """Outputs replayed by the dead reckoning since the latest measured state (1 s at 100 Hz; the state is
+    stale after ``watchdog.state_timeout_s``, long before)."""
+    WARMUP_TICKS = 40
+    """Outputs before the latest measured state the dead reckoning's actuators are settled on (0.4 s at
+    100 Hz: several motor time constants)."""
 
     def __init__(self, config: ShieldConfig, robot, world, subgoal_radius_m: float, hardware_id: str | None = None,
                  *, action: ActionSpec | None = None):
@@ -163,7 +166,7 @@ class Shield:
         self.log: deque[Intervention] = deque(maxlen=self.LOG_SIZE)
         self._tick = Tick()
         self._tick.dt = self.model.dt
-        self._lags = _unrolled_lags(self.action.size, self.model.estimate_gain, self.model.reckoning_gain)
+        self._lag = _unrolled_lag(self.action.size, self.model.estimate_gain)
         self._recover_s = config.backup.recover_s
         self._hold_inset = config.backup.hold_inset_m
         self._land_timeout = config.backup.land_timeout_s
@@ -231,12 +234,16 @@ class Shield:
         """What the actuators produce now: first-order lag of the outputs with the slowest actuator designed for."""
         self._last_state = None
         self._last_stamp: float | None = None
-        self._sent_since_state: list = []
-        """Every output since the latest measured state arrived: dead reckoning replays them, so the
-        prediction starts where the robot is now, not where it was when the odometry went quiet."""
-        self._lag = list(neutral)
-        """What the actuators produce, first-order lag of the outputs with the robot model's time constant."""
-        self._lag_at_state = list(self._lag)
+        self._outputs: deque = deque(maxlen=self.WARMUP_TICKS + self.MAX_REPLAY_TICKS)
+        """The latest outputs, oldest first: the dead reckoning settles its actuators on those before the
+        latest measured state and replays those since, so the prediction starts where the robot is now,
+        not where it was when the odometry went quiet."""
+        self._sent = 0
+        """Outputs sent so far."""
+        self._sent_at_state = 0
+        """Outputs sent when the latest measured state arrived."""
+        self._lost_since: float | None = None
+        """When the state went stale (the no-position stop's clock), None while it is fresh."""
         self.predictor.valid = False
 
     # ---- subgoals -------------------------------------------------------------------------
@@ -327,16 +334,20 @@ class Shield:
             self._last_state = (p, v, q, w)
             if self._state_stamp != self._last_stamp:  # a new measurement (not the same one, growing older)
                 self._last_stamp = self._state_stamp
-                self._sent_since_state.clear()
-                self._lag_at_state = list(self._lag)
+                self._sent_at_state = self._sent
             self.predictor.valid = False
+            self._lost_since = None
         elif self._last_state is not None:
             pr = self.predictor
             if not pr.valid:
                 lp, lv, lq, lw = self._last_state
-                pr.reset(lp, lv, lq, lw, self._lag_at_state)
-                for sent in self._sent_since_state:  # the commands sent since that measurement
+                outputs = list(self._outputs)
+                since = min(self._sent - self._sent_at_state, len(outputs))
+                split = len(outputs) - since
+                pr.reset(lp, lv, lq, lw, outputs[max(0, split - self.WARMUP_TICKS):split])
+                for sent in outputs[split:]:  # the commands sent since that measurement
                     pr.step(sent)
+                self._lost_since = now
             t.has_state, t.predicted = True, True
             t.p, t.v, t.w = pr.p, pr.v, pr.w
             t.r = rotation_from_quat(*pr.q)
@@ -357,11 +368,11 @@ class Shield:
     def _after(self, t: Tick, out: list[float], mode: str) -> None:
         """Bookkeeping: the actuator estimates, the dead reckoning's replay, the counters."""
         self._prev = out
-        self._lags(self._est, self._lag, out)
+        self._lag(self._est, out)
         if t.predicted:
             self.predictor.step(out)
-        elif len(self._sent_since_state) < self.MAX_REPLAY_TICKS:
-            self._sent_since_state.append(tuple(out))
+        self._outputs.append(out)
+        self._sent += 1
         self.ticks += 1
         self.mode_ticks[mode] += 1
         self.mode = mode

@@ -239,12 +239,19 @@ class UnicyclePredictor:
         self.velocity = [0.0, 0.0]
         self.valid = False
 
-    def reset(self, p, v, q, w, actuators) -> None:
+    def reset(self, p, v, q, w, history) -> None:
+        """From the measured state and the outputs sent before it (oldest first): their lag is the velocity."""
         self.p = [float(c) for c in p]
         self.v = [float(c) for c in v]
         self.q = [float(c) for c in q]
         self.w = [float(c) for c in w]
-        self.velocity = [float(actuators[0]), float(actuators[1])]
+        history = list(history)
+        vel = [float(history[0][0]), float(history[0][1])] if history else [0.0, 0.0]
+        k = self.m.reckoning_gain
+        for command in history[1:]:
+            vel[0] += (command[0] - vel[0]) * k
+            vel[1] += (command[1] - vel[1]) * k
+        self.velocity = vel
         self.valid = True
 
     def step(self, command) -> None:

@@ -6,8 +6,8 @@
   altitude and obstacle units use, and the shield-model protocol (robot_hrl.safety.families).
 * :meth:`DynamicsModel.stopping_distance`: how far the robot travels toward a wall before it
   stands still, if the current command acts for the reaction time and the backup then brakes.
-* :class:`StatePredictor`: dead reckoning of the state from the commanded wrench, used by the
-  backup controller while the odometry is stale.
+* :class:`StatePredictor`: dead reckoning of the state from the commanded wrench through the
+  robot's actuator chain (:mod:`.rotors`), used while the odometry is stale.
 
 The stopping model along one direction n (speed v = v.n, acceleration a = a.n):
 
@@ -84,8 +84,6 @@ class DynamicsModel:
         self.speed_horizon_s = cfg.limits.speed_horizon_s
         self.estimate_gain = self.dt / (self.design_motor_tau + self.dt)
         """Per-tick gain of the thrust and torque estimate: a lag of the outputs with the design (slowest) motor."""
-        self.reckoning_gain = self.dt / (self.motor_tau + self.dt)
-        """Per-tick gain of the dead reckoning's motor lag (the robot model's time constant)."""
         self.reaction_time = cfg.stopping.reaction_time_s
         self.vertical_reaction_time = cfg.stopping.vertical_reaction_time_s
         self.tilt_lag = self.design_motor_tau + self.dt + self.latency
@@ -215,36 +213,54 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
 
 
 class StatePredictor:
-    """Dead reckoning: integrates the rigid body under the commanded wrench (motor lag included).
+    """Dead reckoning: the rigid body integrated under the rotors' wrench (rotor speeds lagged).
 
-    Holds position, velocity, quaternion (w, x, y, z), body rate and the lagged thrust and
-    torques, all floats. ``reset`` from a measured state, ``step`` by one control period.
+    Holds position, velocity, quaternion (w, x, y, z), body rate and the rotor speeds, all floats.
+    ``reset`` from a measured state and the outputs sent before it (they give the rotor speeds,
+    :meth:`RotorModel.settle`), ``step`` by one control period under a command (``substeps`` of the
+    rotor lag and the rigid body, as the PyBullet robot is stepped).
     """
 
+    SUBSTEPS = 5
+    """Physics steps per control period (the PyBullet robot: ``physics_hz`` 500 under ``control_hz`` 100)."""
+
     def __init__(self, model: DynamicsModel):
+        from robot_hrl.robots.quadrotor.shield.rotors import RotorModel
+
         self.m = model
+        self.rotors = RotorModel(model.robot, model.dt, self.SUBSTEPS)
+        """The robot's actuator chain on floats (robot_hrl/robots/<robot>/actuators.py, nominal airframe)."""
         self.p = [0.0, 0.0, 0.0]
         self.v = [0.0, 0.0, 0.0]
         self.q = [1.0, 0.0, 0.0, 0.0]
         self.w = [0.0, 0.0, 0.0]
-        self.wrench = [model.weight, 0.0, 0.0, 0.0]
+        self.chain_state = self.rotors.initial_state()
+        """The actuator chain's state (rotor speeds, ...)."""
+        self.wrench = self.rotors.wrench(self.chain_state)
         self.valid = False
 
-    def reset(self, p, v, q, w, wrench) -> None:
+    def reset(self, p, v, q, w, history) -> None:
+        """From the measured state and the outputs sent before it (oldest first: they settle the chain's state)."""
         self.p = [float(p[0]), float(p[1]), float(p[2])]
         self.v = [float(v[0]), float(v[1]), float(v[2])]
         self.q = [float(q[0]), float(q[1]), float(q[2]), float(q[3])]
         self.w = [float(w[0]), float(w[1]), float(w[2])]
-        self.wrench = list(wrench)
+        self.chain_state = self.rotors.settle(history)
+        self.wrench = self.rotors.wrench(self.chain_state)
         self.valid = True
 
     def step(self, command) -> None:
+        """One control period under ``command``: the chain's command, then each physics step the motors and the body."""
+        rotors = self.rotors
+        cmd = rotors.command(command, self.chain_state)
+        h = rotors.substep_s
+        for _ in range(rotors.substeps):
+            self.chain_state, self.wrench = rotors.substep(self.chain_state, cmd)
+            self._integrate(h)
+
+    def _integrate(self, dt: float) -> None:
         m = self.m
-        dt = m.dt
-        k = dt / (m.motor_tau + dt)
         wr = self.wrench
-        for i in range(4):
-            wr[i] += (command[i] - wr[i]) * k
         qw, qx, qy, qz = self.q
         # body z axis in the world (third column of R)
         zx = 2 * (qx * qz + qw * qy)
