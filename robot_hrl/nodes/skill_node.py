@@ -138,10 +138,11 @@ class SkillNode(RealtimeLoop):
     def _on_odom(self, data: bytes) -> None:
         try:
             state = self._decode_odom(data)
+            frame_id, child_frame_id = self._decode_odom.frames(data)
         except Exception as exc:  # noqa: BLE001 - a bad estimate is counted, and goes stale
-            self.core.on_bad_odometry(str(exc))
+            self.core.on_bad_odometry(str(exc), self.node.now())
             return
-        self.core.on_state(state, self.node.now())
+        self.core.on_state(state, self.node.now(), frame_id, child_frame_id)
 
     def _on_subgoal(self, msg: PoseStamped) -> None:
         interventions = self.core.on_subgoal(position_of(msg), self.node.now())

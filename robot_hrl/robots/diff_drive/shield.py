@@ -82,6 +82,8 @@ class DiffDriveModel:
         self.reaction_time = s.reaction_time_s
         self.brake = s.brake_decel_mps2
         self.estimate_gain = self.reckoning_gain = self.dt / (s.velocity_time_constant_s + self.dt)
+        self.max_acceleration_mps2 = 2.0 * max(lim.max_accel_mps2, s.brake_decel_mps2)
+        """An acceleration the drive cannot exceed (twice the commanded limit and the stop's; odometry jumps)."""
 
     def neutral_command(self) -> list[float]:
         return [0.0, 0.0]

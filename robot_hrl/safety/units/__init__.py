@@ -10,15 +10,16 @@ from robot_hrl.safety.units.command import LandRequestUnit
 from robot_hrl.safety.units.envelope import AltitudeUnit, GeofenceUnit
 from robot_hrl.safety.units.estop import EmergencyStopUnit
 from robot_hrl.safety.units.obstacles import ObstacleUnit
+from robot_hrl.safety.units.odometry import OdometryUnit
 from robot_hrl.safety.units.subgoal import SubgoalUnit
 from robot_hrl.safety.units.watchdog import WatchdogUnit
 
 NEUTRAL_UNITS: dict[str, type[ShieldUnit]] = {
     cls.name: cls
-    for cls in (EmergencyStopUnit, WatchdogUnit, BatteryUnit, LandRequestUnit, GeofenceUnit, AltitudeUnit, ObstacleUnit,
+    for cls in (EmergencyStopUnit, OdometryUnit, WatchdogUnit, BatteryUnit, LandRequestUnit, GeofenceUnit, AltitudeUnit, ObstacleUnit,
                 SubgoalUnit)
 }
-"""Units every robot may list: estop, watchdog, battery, command (land request), geofence, altitude,
+"""Units every robot may list: estop, odometry (sample validation), watchdog, battery, command (land request), geofence, altitude,
 obstacles (over the robot's stopping model) and subgoal."""
 
 REQUIRED_UNITS = ("estop", "watchdog", "subgoal")
@@ -26,6 +27,6 @@ REQUIRED_UNITS = ("estop", "watchdog", "subgoal")
 fresh state is) and the subgoal filter (the contract's subgoal radius)."""
 
 __all__ = [
-    "AltitudeUnit", "BatteryUnit", "EmergencyStopUnit", "GeofenceUnit", "LandRequestUnit", "NEUTRAL_UNITS", "ObstacleUnit",
+    "AltitudeUnit", "BatteryUnit", "EmergencyStopUnit", "GeofenceUnit", "LandRequestUnit", "NEUTRAL_UNITS", "ObstacleUnit", "OdometryUnit",
     "REQUIRED_UNITS", "STAGES", "ShieldContext", "ShieldUnit", "SubgoalUnit", "Tick", "WatchdogUnit",
 ]

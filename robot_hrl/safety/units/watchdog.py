@@ -1,6 +1,7 @@
 """Watchdog: stale state, stale subgoal, a missed inference deadline, a non-finite policy output.
 
-* ``stale_state``: no state, a non-finite one, or one older than ``watchdog.state_timeout_s``.
+* ``stale_state``: no state, a non-finite one, or one older than ``watchdog.state_timeout_s`` (or
+  stamped more than that ahead of the clock: a negative age is not "fresh").
   The backup holds on a dead-reckoned state, and lands after ``watchdog.hold_s``.
 * ``stale_subgoal``: no subgoal, a non-finite one, or one older than ``watchdog.subgoal_timeout_s``.
   The backup holds the current position, and lands after ``watchdog.hold_s``.
@@ -63,7 +64,7 @@ class WatchdogUnit(ShieldUnit):
         subgoal_ok, subgoal_age = tick.subgoal_ok, tick.subgoal_age
         inference_s, output_finite = tick.inference_s, tick.output_finite
         self.state_age_s = state_age
-        if not state_ok or state_age > self.state_timeout:
+        if not state_ok or not -self.state_timeout <= state_age <= self.state_timeout:  # a future stamp is not fresh
             if self.state_stale_since is None:
                 self.state_stale_since = now
             if now - self.state_stale_since >= self.hold_s:

@@ -78,6 +78,8 @@ class DynamicsModel:
         self.high = action.high
         self.half_span = action.half_span
         self.max_total_thrust = robot.max_total_thrust_n
+        self.max_acceleration_mps2 = self.max_total_thrust / self.mass + self.g
+        """The largest acceleration the robot can reach: full thrust pointing down, with gravity (odometry jumps)."""
         self.collision_radius_m = robot.collision_radius_m
         self.max_speed_mps = cfg.limits.max_speed_mps
         """The speed limit (limits.max_speed_mps): the obstacles' slowdown zone scales it."""
