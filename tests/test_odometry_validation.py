@@ -66,14 +66,19 @@ def test_a_smooth_flight_is_accepted_whole():
 def test_a_hostile_sample_at_a_random_moment_is_refused_by_name(kind, at, seed):
     unit = _shield().odometry
     flight = _flight(160, seed)
+    latches = kind in ("position_jump", "velocity_jump")
     for k, (s, now) in enumerate(flight):
         if k == at:
             bad = HOSTILE[kind](s, now)
             refusal = unit.judge(bad, now, "odom", "base_link")
             assert refusal is not None and refusal.startswith(kind + ":"), (kind, refusal)
             assert unit.counters.by_constraint[kind] == 1
-        assert unit.judge(s, now, "odom", "base_link") is None, (k, unit.last_rejection)
-    assert unit.counters.interventions == 1
+        verdict = unit.judge(s, now, "odom", "base_link")
+        if latches and k >= at:  # a jump latches: the source is not trusted again until the faults are reset
+            assert verdict.startswith(kind + ":")
+        else:
+            assert verdict is None, (k, unit.last_rejection)
+    assert unit.counters.interventions == (1 + len(flight) - at if latches else 1)
 
 
 def test_frames_are_judged_and_named():
@@ -103,8 +108,18 @@ def test_a_teleported_source_stays_refused_until_faults_are_reset():
     for st_, now in flight[20:]:  # the source jumped 2 m and goes on from there
         moved = _state(st_.position_w + np.array([0.0, 2.0, 0.0]), st_.linear_velocity_w, st_.stamp_s)
         assert unit.judge(moved, now).startswith("position_jump:")
+    assert unit.distrusted == "position_jump"
     s.reset_faults()  # a new flight: judged on its own again
     assert unit.judge(moved, flight[-1][1]) is None
+
+
+def test_a_dropout_latches_nothing_and_the_sample_after_it_is_judged_over_the_gap():
+    unit = _shield().odometry
+    flight = _flight(120, 4)
+    for st_, now in flight[:20]:
+        assert unit.judge(st_, now) is None
+    for st_, now in flight[80:]:  # 0.6 s without samples, then the same source again
+        assert unit.judge(st_, now) is None
 
 
 def test_the_skill_core_flies_on_the_last_good_sample_and_names_the_refusals(repo_root=ROOT):

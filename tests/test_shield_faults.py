@@ -60,12 +60,13 @@ def test_odometry_stops_hold_then_land_then_motors_off():
     first_hold = modes.index("backup_hold")
     first_land = modes.index("backup_land")
     assert first_hold < first_land < modes.index("motors_off")
-    # stale after state_timeout_s, hold for hold_s, then land
-    hold_s = s.config.watchdog.hold_s
+    # stale after state_timeout_s, brake without a position for the model's braking time (< hold_s), then land
+    hold_s = s.watchdog.state_hold_s
+    assert hold_s == pytest.approx(min(s.config.watchdog.hold_s, s.model.blind_brake_s))
     assert (first_land - first_hold) * DT == pytest.approx(hold_s, abs=2 * DT)
     assert (100 + first_hold) * DT - t_stop == pytest.approx(s.config.watchdog.state_timeout_s, abs=2 * DT)
     # landed on the dead-reckoned state (descending at land speed from 1 m) well before the timeout
-    assert (len(modes) - first_land) * DT < s.config.backup.land_timeout_s
+    assert (len(modes) - first_land) * DT < 1.5 * 1.0 / s.config.backup.land_speed_mps + 1.0  # the blind deadline
     assert s.predictor.p[2] <= s.config.backup.touchdown_altitude_m + 0.05
     # latched: fresh odometry again does not restart the motors until the faults are reset
     out = s.step(ShieldInput(k * DT + DT, state_at([2.0, 2.3, 0.0], k * DT + DT), hover, subgoal_w=pos))

@@ -131,6 +131,11 @@ class Shield:
     """Outputs before the latest measured state the dead reckoning's actuators are settled on (0.4 s at
     100 Hz: several motor time constants)."""
 
+    BLIND_SETTLE_S = 1.0
+    """A landing on a dead-reckoned state: once the estimate touches down, the collective thrust ramps to zero
+    over this long, then the motors go off. The estimate knows neither the ground effect (which holds the robot
+    a few centimetres up at the thrust of a steady descent) nor the ground; the ramp lets it sink, slowly."""
+
     def __init__(self, config: ShieldConfig, robot, world, subgoal_radius_m: float, hardware_id: str | None = None,
                  *, action: ActionSpec | None = None):
         if config.robot != robot.name:
@@ -227,6 +232,10 @@ class Shield:
         self._landed = False
         self._hold_target: list[float] | None = None
         self._land_xy: list[float] | None = None
+        self._blind_deadline: float | None = None
+        self._settle_since: float | None = None
+        """When a landing on a dead-reckoned state touched down in the estimate (its thrust ramp's start)."""
+        """When a landing without a position (dead reckoning) ends in motors off at the latest."""
         self._safe_since: float | None = None
         neutral = self.model.neutral_command()
         self._prev = list(neutral)
@@ -392,9 +401,23 @@ class Shield:
             self._landing = True
             self._land_since = now
             self._land_xy = None
+            self._blind_deadline = None
+            self._settle_since = None
             self._set_reason(t.land_unit, t.land_constraint)
         if self._landing:
-            if (t.has_state and self.backup.landed(t, self._floor)) or now - self._land_since >= self._land_timeout:
+            if not t.predicted:
+                self._blind_deadline = None  # measured again: the normal landing and its timeout
+            elif self._blind_deadline is None:
+                self._blind_deadline = now + self._blind_descent_s(t)
+            deadline = self._land_timeout if self._blind_deadline is None else self._blind_deadline - self._land_since
+            if t.predicted:
+                if self._settle_since is None and self.backup.landed(t, self._floor):
+                    self._settle_since = now
+                touched = self._settle_since is not None and now - self._settle_since >= self.BLIND_SETTLE_S
+            else:
+                self._settle_since = None
+                touched = t.has_state and self.backup.landed(t, self._floor)
+            if touched or now - self._land_since >= deadline:
                 self._landed = True
                 return "motors_off"
             return "backup_land"
@@ -418,6 +441,14 @@ class Shield:
         if self.mode == "motors_off":  # released estop or reset faults: back to the policy
             return "policy"
         return "backup_hold"
+
+    def _blind_descent_s(self, t: Tick) -> float:
+        """The longest a descent without a position may take: from the dead-reckoned height at the landing
+        speed, half as long again, plus a second; then the motors go off whatever the estimate says."""
+        speed = getattr(self.backup, "land_speed", None)
+        if not speed:
+            return self.watchdog.state_hold_s
+        return 1.5 * max(0.0, t.p[2] - self._floor) / speed + self.BLIND_SETTLE_S + 1.0
 
     def safe_position(self, p) -> list[float]:
         """``p`` brought inside the fence and altitude band (``backup.hold_inset_m`` further in, room
@@ -452,6 +483,39 @@ class Shield:
                         z = face
         return [x, y, z]
 
+    BLIND_CLEARANCE_M = 0.25
+    """A landing on a dead-reckoned state keeps this much more off an obstacle's stop zone: what the estimate
+    drifts over a descent from the altitude band's top (0.15 m measured in the fault drill, sim/fault_drill.py)."""
+
+    def landing_spot(self, xy, extra_m: float = 0.0) -> list[float]:
+        """Where a landing goes down: ``xy`` when no obstacle's stop zone (its box grown by the collision radius
+        and the stop distance) lies under it, else the nearest point ``backup.hold_inset_m`` (plus ``extra_m``)
+        beyond a side of that zone, inside the fence (the descent starts within ``LAND_ALIGN_M`` of it, so the robot's sphere
+        keeps clear of the box all the way down). Never on top of or against a box (issue #16)."""
+        o, g = self.unit("obstacles"), self.unit("geofence")
+        boxes = () if o is None else o.stop_boxes
+        inset = self._hold_inset
+        d = inset + extra_m
+        x_lo, x_hi = (g.x_lo + inset, g.x_hi - inset) if g is not None else (-math.inf, math.inf)
+        y_lo, y_hi = (g.y_lo + inset, g.y_hi - inset) if g is not None else (-math.inf, math.inf)
+        x, y = float(xy[0]), float(xy[1])
+        for _ in range(2 * len(boxes) + 1):
+            under = [b for b in boxes if b[0] - d < x < b[3] + d and b[1] - d < y < b[4] + d]
+            if not under:
+                break
+            box = under[0]
+            cands = []
+            for cx, cy in ((box[0] - d - 1e-3, y), (box[3] + d + 1e-3, y), (x, box[1] - d - 1e-3), (x, box[4] + d + 1e-3)):
+                if x_lo <= cx <= x_hi and y_lo <= cy <= y_hi:
+                    cands.append((math.hypot(cx - x, cy - y), cx, cy))
+            if not cands:
+                break
+            _, x, y = min(cands)
+        return [x, y]
+
+    LAND_ALIGN_M = 0.05
+    """A landing descends once within this horizontal distance of its spot (it corrects first beyond it)."""
+
     def _backup_command(self, t: Tick, mode: str, now: float) -> list[float]:
         if self.mode == "policy" or self.mode == "motors_off":
             self.backup.reset()
@@ -459,19 +523,18 @@ class Shield:
             return self.model.off_command()
         if not t.has_state:  # nothing to control with
             return self.model.blind_command()
+        if t.predicted and mode != "backup_land":  # no position to hold: brake on the dead-reckoned velocity
+            return self.backup.command(t.p, t.v, t.r, t.w, t.p)
         if mode == "backup_land":
             if self._land_xy is None:
                 sp = self.safe_position(t.p)
-                xy = [sp[0], sp[1]]
-                # not above a box: move clear of its footprint first
-                o = self.unit("obstacles")
-                for box in () if o is None else o.stop_boxes:
-                    if box[0] < xy[0] < box[3] and box[1] < xy[1] < box[4]:
-                        xy = self.safe_position([xy[0], xy[1], (box[2] + box[5]) / 2])[:2]
-                self._land_xy = xy
+                self._land_xy = self.landing_spot([sp[0], sp[1]], self.BLIND_CLEARANCE_M if t.predicted else 0.0)
             target = (self._land_xy[0], self._land_xy[1], t.p[2])
             off = math.hypot(t.p[0] - target[0], t.p[1] - target[1])
-            return self.backup.command(t.p, t.v, t.r, t.w, target, land=off < 0.1)
+            out = self.backup.command(t.p, t.v, t.r, t.w, target, land=off < self.LAND_ALIGN_M)
+            if self._settle_since is not None:  # touched down in the estimate: the thrust ramps to zero
+                out[0] *= max(0.0, 1.0 - (now - self._settle_since) / self.BLIND_SETTLE_S)
+            return out
         if self._hold_target is None:
             self._hold_target = self.safe_position(t.p)
         return self.backup.command(t.p, t.v, t.r, t.w, self._hold_target)

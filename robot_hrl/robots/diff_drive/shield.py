@@ -82,6 +82,8 @@ class DiffDriveModel:
         self.reaction_time = s.reaction_time_s
         self.brake = s.brake_decel_mps2
         self.estimate_gain = self.reckoning_gain = self.dt / (s.velocity_time_constant_s + self.dt)
+        self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake
+        """How long the stop takes from the speed limit (the stale-state hold)."""
         self.max_acceleration_mps2 = 2.0 * max(lim.max_accel_mps2, s.brake_decel_mps2)
         """An acceleration the drive cannot exceed (twice the commanded limit and the stop's; odometry jumps)."""
 

@@ -18,8 +18,12 @@ sees the odometry go stale and the shield's no-position stop takes over) when
   plus ``velocity_margin_mps``.
 
 ``a_max`` is the robot model's ``max_acceleration_mps2`` (a quadrotor: full thrust along gravity).
-A source that relocalizes (a real jump of the estimate) is refused until the shield's faults are
-reset (:meth:`reset`): on a real robot, a relocalization in flight is a loss of state, not news.
+A jump latches: once a sample jumped, every later one is refused too (as ``position_jump`` /
+``velocity_jump``) until the shield's faults are reset (:meth:`reset`). Judged against the latest
+accepted sample alone, a source that teleported would be accepted again a few hundred milliseconds
+later, when the growing ``0.5 a_max dt^2`` covers the jump; and a relocalization in flight is a
+loss of state, not news. A gap in the samples (a dropout) latches nothing: the first sample after it
+is judged on the same physics over the whole gap.
 Each refusal is counted by name and shown on ``/diagnostics`` (this unit's status); the unit has
 no per-tick effect of its own (the watchdog judges the age of what was accepted).
 """
@@ -77,11 +81,14 @@ class OdometryUnit(ShieldUnit):
         """(stamp, position, velocity) of the latest accepted sample."""
         self._since_tick = 0
         """Refusals since the latest tick."""
+        self.distrusted: str | None = None
+        """The jump that latched the source's refusal ('position_jump' or 'velocity_jump'), None while trusted."""
         self.last_rejection = ""
 
     def reset(self) -> None:
-        """Forget the latest accepted sample (the next one is judged on its own: frames, stamp, finite)."""
+        """Forget the latest accepted sample and the latch (the next one is judged on its own: frames, stamp, finite)."""
         self._last = None
+        self.distrusted = None
 
     def judge(self, state, now_s: float, frame_id: str | None = None, child_frame_id: str | None = None) -> str | None:
         """Judge one sample; returns None when it is accepted, else the refusal ('constraint: detail'), counted.
@@ -102,6 +109,8 @@ class OdometryUnit(ShieldUnit):
         if stamp > now_s + self.future_tolerance_s:
             return self._refuse(now_s, "future_stamp", f"stamped {stamp - now_s:.3g} s ahead of the clock "
                                 f"(tolerance {self.future_tolerance_s} s)")
+        if self.distrusted is not None:
+            return self._refuse(now_s, self.distrusted, "the source jumped earlier; refused until the faults are reset")
         last = self._last
         if last is not None:
             t0, p0, v0 = last
@@ -114,11 +123,13 @@ class OdometryUnit(ShieldUnit):
             off = math.sqrt(sum((p[i] - p0[i] - v0[i] * dt) ** 2 for i in range(3)))
             allowed = 0.5 * a * dt * dt + self.position_margin_m
             if off > allowed:
+                self.distrusted = "position_jump"
                 return self._refuse(now_s, "position_jump", f"position {off:.3g} m from where the robot can be after "
                                     f"{dt:.3g} s (at most {allowed:.3g} m)")
             dv = math.sqrt(sum((v[i] - v0[i]) ** 2 for i in range(3)))
             allowed_v = a * dt + self.velocity_margin_mps
             if dv > allowed_v:
+                self.distrusted = "velocity_jump"
                 return self._refuse(now_s, "velocity_jump", f"velocity changed by {dv:.3g} m/s in {dt:.3g} s "
                                     f"(at most {allowed_v:.3g} m/s)")
         self._last = (stamp, p, v)

@@ -104,6 +104,8 @@ class DynamicsModel:
         self.brake_up = frac * (weak * backup_max_thrust * math.cos(tilt) / self.mass - self.g)
         # stopping a climb: thrust down to the backup's minimum
         self.brake_down = frac * (self.g - backup_min_thrust / self.mass)
+        self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake_horizontal
+        """How long the backup takes to stop the fastest motion the limits allow (the stale-state hold)."""
         if self.brake_up <= 0.0:
             raise ConfigError(
                 f"the backup cannot stop a descent: max thrust {backup_max_thrust:.3f} N at {cfg.backup.max_tilt_deg} deg "
