@@ -60,7 +60,7 @@ class SkillNode(RealtimeLoop):
         self.node = node
         p = {name: node.declare_parameter(name, default) for name, default in (
             ("robot", DEFAULT_ROBOT), ("world", "models/worlds/demo.yaml"), ("model", "models/crazyflie_goto.onnx"),
-            ("provider", "auto"), ("control_rate_hz", 0.0), ("shield_config", ""), ("reached_radius_m", 0.15),
+            ("provider", "auto"), ("require_sha256", False), ("control_rate_hz", 0.0), ("shield_config", ""), ("reached_radius_m", 0.15),
             ("reached_speed_mps", 0.3), ("blocked_after_s", 3.0), ("status_rate_hz", 10.0),
             ("diagnostics_rate_hz", 2.0), ("use_sim_time", False), ("realtime_priority", 0),
             ("spin_margin_us", round(LoopTiming.spin_margin_s * 1e6, 3)), ("gc_after_tick", LoopTiming.gc_after_tick),
@@ -90,7 +90,7 @@ class SkillNode(RealtimeLoop):
 
             rate = float(p["control_rate_hz"]) or None
             policy = OnnxPolicy(resolve_resource(p["model"], "model file"), robot, provider=str(p["provider"]),
-                                control_rate_hz=rate)
+                                control_rate_hz=rate, require_sha256=bool(p["require_sha256"]))
         self.policy = policy
         self.rate_hz = float(p["control_rate_hz"]) or float(policy.contract.control_rate_hz)
         self.period_s = 1.0 / self.rate_hz
@@ -102,6 +102,11 @@ class SkillNode(RealtimeLoop):
                                       policy.contract.subgoal_radius_m, action=policy.contract.action)
         self.shield = shield
         self.robot = robot
+        shield_rate = getattr(getattr(shield, "config", None), "control_rate_hz", None)
+        if shield_rate is not None and abs(float(shield_rate) - self.rate_hz) > 1e-9:
+            raise ConfigError(f"skill_node: the model runs at {self.rate_hz:g} Hz, the robot's shield is designed for "
+                              f"{float(shield_rate):g} Hz (its control_rate_hz: the stopping model and limits assume "
+                              "that period); use a model trained at that rate, or a shield_config for this one")
         self.channel = CommandChannel.of(robot, policy.contract.action.mode)
         """The robot's command topic and the message of the contract's action mode."""
         self.core = SkillCore(policy, shield, self.world,

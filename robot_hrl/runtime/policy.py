@@ -80,7 +80,8 @@ class OnnxPolicy:
         provider: ``"auto"`` (TensorRT, then CUDA, then CPU), ``"tensorrt"``, ``"cuda"`` or ``"cpu"``.
             A named provider that is unavailable is an error; ``auto`` falls back and logs a line.
         control_rate_hz: the rate the node will tick at; ``None`` accepts the contract's rate.
-        verify_sha256: check ``<path>.sha256`` when it exists (a mismatch is refused).
+        verify_sha256: check ``<path>.sha256`` when it exists (a mismatch is refused); a missing one is a loud warning.
+        require_sha256: refuse a model without its ``<path>.sha256`` (the launch's parameters turn it on).
         trt_cache_dir: TensorRT engine and timing cache directory (created if missing).
         trt_fp16: let TensorRT build an FP16 engine.
     """
@@ -92,6 +93,7 @@ class OnnxPolicy:
         provider: str = "auto",
         control_rate_hz: float | None = None,
         verify_sha256: bool = True,
+        require_sha256: bool = False,
         trt_cache_dir: str | Path | None = None,
         trt_fp16: bool = False,
     ) -> None:
@@ -110,7 +112,17 @@ class OnnxPolicy:
                 f"model file {self.path} does not exist; check the path (the shipped model is "
                 "models/crazyflie_goto.onnx) or export one with `python deploy/export.py <run-dir> --out <model>.onnx`"
             )
-        self.sha256: str | None = verify_sha256_sidecar(self.path) if verify_sha256 else None
+        self.sha256: str | None = verify_sha256_sidecar(self.path) if verify_sha256 or require_sha256 else None
+        if self.sha256 is None and (verify_sha256 or require_sha256):
+            sidecar = self.path.name + ".sha256"
+            if require_sha256:
+                raise ModelLoadError(
+                    f"model {self.path} has no checksum file {sidecar} and require_sha256 is on: its integrity cannot "
+                    f"be checked. Copy the sidecar with the model, or write it from a trusted copy "
+                    f"(`sha256sum {self.path.name} > {sidecar}`), or re-export (deploy/export.py writes both)")
+            LOG.warning("MODEL INTEGRITY NOT CHECKED: %s has no checksum file %s; a modified or corrupted model would "
+                        "load unnoticed. Copy the sidecar with the model (deploy/export.py writes it); the launch's "
+                        "require_sha256 refuses such a model", self.path, sidecar)
 
         self._session = _open_session(self.path, plan.providers, session_options())
         in_use = self._session.get_providers()[0]
@@ -177,6 +189,9 @@ class OnnxPolicy:
             observation_size=in_shape[1],
             action_size=out_shape[1],
         )
+        from robot_hrl.contract.plausibility import plausibility_problems
+
+        problems.extend(plausibility_problems(contract, self.robot))
         known = self.robot.observation_terms()
         unknown = [t.name for t in contract.observations if t.name not in known]
         if unknown:
