@@ -40,9 +40,12 @@ def test_a_landing_spot_is_never_under_a_stop_zone_and_always_inside_the_fence(x
     sx, sy = s.landing_spot([x, y], extra)
     g = s.geofence
     d = s.config.backup.hold_inset_m
-    assert g.x_lo + d - 1e-9 <= sx <= g.x_hi - d + 1e-9 or sx == x
+    if [sx, sy] != [x, y]:  # moved: to a spot inside the fence
+        assert g.x_lo + d - 1e-9 <= sx <= g.x_hi - d + 1e-9 and g.y_lo + d - 1e-9 <= sy <= g.y_hi - d + 1e-9
     for b in s.obstacles.stop_boxes:
         assert not (b[0] - d < sx < b[3] + d and b[1] - d < sy < b[4] + d), ((x, y), (sx, sy), b)
+    # never further than needed: no clear spot on a ring closer in
+    assert np.hypot(sx - x, sy - y) <= 6.0
 
 
 _CACHE: list = []
@@ -60,4 +63,8 @@ def _shield() -> Shield:
 def test_a_spot_clear_of_every_zone_is_kept():
     s = _shield()
     assert s.landing_spot([2.0, 2.2]) == [2.0, 2.2]
+    # between pillar_a and the wall: a spot clear of both (the clearance for dead reckoning where there is room)
+    sx, sy = s.landing_spot([1.88, 1.27], s.BLIND_CLEARANCE_M)
+    for b in s.obstacles.stop_boxes:
+        assert not (b[0] - 0.1 < sx < b[3] + 0.1 and b[1] - 0.1 < sy < b[4] + 0.1)
     assert np.allclose(s.landing_spot([3.8, 0.6]), s.landing_spot([3.8, 0.6]))  # deterministic

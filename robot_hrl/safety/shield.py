@@ -168,6 +168,8 @@ class Shield:
         self.subgoal = self._by_name["subgoal"]
         self.backup = family.build_backup(self.model, config)
         self.predictor = family.build_predictor(self.model)
+        if hasattr(self.predictor, "floor_z"):
+            self.predictor.floor_z = float(world.bounds.min[2])
         self.log: deque[Intervention] = deque(maxlen=self.LOG_SIZE)
         self._tick = Tick()
         self._tick.dt = self.model.dt
@@ -484,34 +486,41 @@ class Shield:
         return [x, y, z]
 
     BLIND_CLEARANCE_M = 0.25
-    """A landing on a dead-reckoned state keeps this much more off an obstacle's stop zone: what the estimate
-    drifts over a descent from the altitude band's top (0.15 m measured in the fault drill, sim/fault_drill.py)."""
+    """A landing on a dead-reckoned state keeps this much more off an obstacle's stop zone where it can: room for
+    what the estimate drifts over a whole stop without a position (sim/fault_drill.py, benchmarks/README.md)."""
 
     def landing_spot(self, xy, extra_m: float = 0.0) -> list[float]:
         """Where a landing goes down: ``xy`` when no obstacle's stop zone (its box grown by the collision radius
-        and the stop distance) lies under it, else the nearest point ``backup.hold_inset_m`` (plus ``extra_m``)
-        beyond a side of that zone, inside the fence (the descent starts within ``LAND_ALIGN_M`` of it, so the robot's sphere
-        keeps clear of the box all the way down). Never on top of or against a box (issue #16)."""
+        and the stop distance) lies within ``backup.hold_inset_m + extra_m`` of it, else the nearest such point
+        inside the fence (``backup.hold_inset_m`` in), searched on rings around ``xy`` (0.05 m apart, 16
+        directions); where none is clear with ``extra_m``, the nearest clear without it. The descent starts
+        within ``LAND_ALIGN_M`` of the spot, so the robot's sphere keeps clear of the box all the way down.
+        Never on top of or against a box (issue #16)."""
         o, g = self.unit("obstacles"), self.unit("geofence")
         boxes = () if o is None else o.stop_boxes
         inset = self._hold_inset
-        d = inset + extra_m
         x_lo, x_hi = (g.x_lo + inset, g.x_hi - inset) if g is not None else (-math.inf, math.inf)
         y_lo, y_hi = (g.y_lo + inset, g.y_hi - inset) if g is not None else (-math.inf, math.inf)
-        x, y = float(xy[0]), float(xy[1])
-        for _ in range(2 * len(boxes) + 1):
-            under = [b for b in boxes if b[0] - d < x < b[3] + d and b[1] - d < y < b[4] + d]
-            if not under:
-                break
-            box = under[0]
-            cands = []
-            for cx, cy in ((box[0] - d - 1e-3, y), (box[3] + d + 1e-3, y), (x, box[1] - d - 1e-3), (x, box[4] + d + 1e-3)):
-                if x_lo <= cx <= x_hi and y_lo <= cy <= y_hi:
-                    cands.append((math.hypot(cx - x, cy - y), cx, cy))
-            if not cands:
-                break
-            _, x, y = min(cands)
-        return [x, y]
+        x0, y0 = float(xy[0]), float(xy[1])
+
+        def clear(x: float, y: float, d: float) -> bool:
+            return not any(b[0] - d < x < b[3] + d and b[1] - d < y < b[4] + d for b in boxes)
+
+        for d in ((inset + extra_m, inset) if extra_m > 0 else (inset,)):
+            if clear(x0, y0, d):
+                return [x0, y0]
+            for ring in range(1, 121):
+                r = 0.05 * ring
+                best = None
+                for k in range(16):
+                    a = k * math.pi / 8.0
+                    x, y = x0 + r * math.cos(a), y0 + r * math.sin(a)
+                    if x_lo <= x <= x_hi and y_lo <= y <= y_hi and clear(x, y, d):
+                        best = [x, y]
+                        break
+                if best is not None:
+                    return best
+        return [x0, y0]
 
     LAND_ALIGN_M = 0.05
     """A landing descends once within this horizontal distance of its spot (it corrects first beyond it)."""

@@ -30,6 +30,7 @@ import math
 
 from robot_hrl.contract.action_modes import ActionMap
 from robot_hrl.errors import ConfigError
+from robot_hrl.robots.quadrotor.ground_effect import ground_effect_gain, ground_effect_height_clip_m
 from robot_hrl.robots.quadrotor.params import STANDARD_GRAVITY_MPS2, QuadrotorParams
 from robot_hrl.safety.frames import rotation_from_quat  # noqa: F401  (the quadrotor code's name for it)
 
@@ -240,6 +241,11 @@ class StatePredictor:
         self.w = [0.0, 0.0, 0.0]
         self.chain_state = self.rotors.initial_state()
         """The actuator chain's state (rotor speeds, ...)."""
+        self.floor_z = 0.0
+        """Height of the ground under the robot (the ground effect's reference), m; the shield sets the world's floor."""
+        robot = model.robot
+        self._hubs = tuple((float(x), float(y), float(z)) for x, y, z in robot.rotor_positions_m)
+        self._ge_clip = ground_effect_height_clip_m(robot)
         self.wrench = self.rotors.wrench(self.chain_state)
         self.valid = False
 
@@ -258,8 +264,14 @@ class StatePredictor:
         rotors = self.rotors
         cmd = rotors.command(command, self.chain_state)
         h = rotors.substep_s
+        robot, clip = self.m.robot, self._ge_clip
         for _ in range(rotors.substeps):
-            self.chain_state, self.wrench = rotors.substep(self.chain_state, cmd)
+            # the ground effect per rotor at its hub's height (robots/quadrotor/ground_effect.py, as PyBullet applies it)
+            qw, qx, qy, qz = self.q
+            r20, r21, r22 = 2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy)
+            z0 = self.p[2] - self.floor_z
+            gains = [ground_effect_gain(robot, z0 + r20 * x + r21 * y + r22 * z, r22, clip) for x, y, z in self._hubs]
+            self.chain_state, self.wrench = rotors.substep(self.chain_state, cmd, gains)
             self._integrate(h)
 
     def _integrate(self, dt: float) -> None:

@@ -49,11 +49,17 @@ class RotorModel:
         """What the firmware sends the motors for ``wrench`` [T N, tau_x, tau_y, tau_z N m] in ``state``."""
         return self.chain.command(tuple(float(c) for c in wrench), state, self.derived, self.k, MATH)
 
-    def substep(self, state, command) -> tuple[dict, list[float]]:
-        """One physics step: the chain's new state and the rotors' wrench [T, tau_x, tau_y, tau_z] on the body."""
+    def substep(self, state, command, thrust_gains=None) -> tuple[dict, list[float]]:
+        """One physics step: the chain's new state and the rotors' wrench [T, tau_x, tau_y, tau_z] on the body.
+        ``thrust_gains``: a lift multiplier per rotor (ground effect), applied to the thrust and its moments, not to
+        the rotors' drag torque (as the PyBullet robot applies it)."""
         sub = self.chain.substep(state, command, self.derived, self.k, MATH)
         tx, ty, tz = sub.torque_b
-        return sub.state, [float(sub.thrust_n), float(tx), float(ty), float(tz)]
+        if thrust_gains is None:
+            return sub.state, [float(sub.thrust_n), float(tx), float(ty), float(tz)]
+        lifted = tuple(f * g for f, g in zip(sub.rotor_thrusts_n, thrust_gains))
+        thrust, tx, ty, _ = self.chain.rotor_wrench(lifted, self.derived["torque_coefficient"], self.k)
+        return sub.state, [float(thrust), float(tx), float(ty), float(tz)]
 
     def settle(self, outputs) -> dict:
         """The chain's state after ``outputs`` (wrenches, oldest first, one control period each), from the
