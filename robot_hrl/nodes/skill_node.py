@@ -56,6 +56,10 @@ __all__ = [
 class SkillNode(RealtimeLoop):
     """I/O wiring of :class:`SkillCore`: subscriptions, publishers, the real-time loop (:class:`RealtimeLoop`)."""
 
+    GRAPH_CHECK_S = 2.0
+    """How often the publishers of the command topic and /odom are counted (robot_hrl.nodes.graph_watch)."""
+    _graph_status: tuple = (0, "not checked yet", {})
+
     def __init__(self, node, policy=None, shield=None):
         self.node = node
         p = {name: node.declare_parameter(name, default) for name, default in (
@@ -121,7 +125,14 @@ class SkillNode(RealtimeLoop):
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         # Raw CDR in: the decoder reads only what the state needs (see OdometryDecoder).
         self._decode_odom = OdometryDecoder()
-        node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS, raw=True)
+        odom_sub = node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS, raw=True)
+        from robot_hrl.nodes.graph_watch import GraphWatch
+
+        self.graph = GraphWatch(node)
+        """Second writers: another publisher of our command topic, a second /odom source (on /diagnostics)."""
+        self.graph.watch_topic(self.channel.topic, 1, "command writer (the motors would take its commands too)")
+        self.graph.watch_subscription("/odom", odom_sub, 1, "odometry source")
+        self._next_graph_s = 0.0
         # INPUT_QOS: ROS 2's default profile, so `ros2 topic pub` with its defaults reaches the node
         node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, INPUT_QOS)
         node.create_subscription(Bool, "/estop", self._on_estop, INPUT_QOS)
@@ -225,6 +236,11 @@ class SkillNode(RealtimeLoop):
             values[f"interventions.{unit}"] = n
         statuses.append(diag_status("skill_node: interventions", level, f"mode {mode}"
                                     + (f" ({core.last_reason})" if core.last_reason else ""), values))
+        if now >= self._next_graph_s:  # the discovery data, every GRAPH_CHECK_S (not every diagnostics period)
+            self._next_graph_s = now + self.GRAPH_CHECK_S
+            self._graph_status = self.graph.diagnostic()
+        g_level, g_message, g_values = self._graph_status
+        statuses.append(diag_status("skill_node: graph", g_level, g_message, g_values))
         stats = {**self.deadline.stats(), "gc_collections_after_tick": self.loop_gc.collections}
         d_level = OK if stats["misses"] == 0 else WARN
         statuses.append(diag_status("skill_node: deadline", d_level,

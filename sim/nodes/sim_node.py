@@ -3,7 +3,10 @@
 Topics (relative to the node's namespace):
 
 - in  ``/cmd_wrench`` geometry_msgs/WrenchStamped, frame ``base_link``: ``force.z`` collective
-  thrust (N), ``torque`` body torques (N m). Applied through the firmware mixer and motor lag.
+  thrust (N), ``torque`` body torques (N m). Applied through the firmware mixer and motor lag. In
+  lockstep only a command stamped with the current period's time is applied (and steps the physics);
+  others are counted (``foreign_commands``). A second publisher on it, or a second ``/odom`` source,
+  is reported on ``/diagnostics`` (robot_hrl.nodes.graph_watch).
 - out ``/odom`` nav_msgs/Odometry (best effort; pose in ``odom``, twist in ``base_link``).
 - out ``/clock`` rosgraph_msgs/Clock: the simulation time, when ``use_sim_time`` is set.
 - out ``/camera/image_raw`` sensor_msgs/Image (rgb8), when ``camera`` is set, at ``camera_rate_hz``.
@@ -27,7 +30,7 @@ import time
 import numpy as np
 
 from robot_hrl.errors import ConfigError
-from robot_hrl.msgs import Clock, Odometry, WrenchStamped, odometry_from_state, time_from_seconds
+from robot_hrl.msgs import Clock, Odometry, WrenchStamped, odometry_from_state, seconds_from_time, time_from_seconds
 from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, run_main
 from robot_hrl.nodes.resources import resolve_resource
 from robot_hrl.robots import get_robot
@@ -91,7 +94,18 @@ class SimNode:
 
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.image_pub = node.create_publisher(Image, "/camera/image_raw", SENSOR_QOS) if p["camera"] else None
-        self.node.create_subscription(WrenchStamped, "/cmd_wrench", self._on_wrench, COMMAND_QOS)
+        cmd_sub = self.node.create_subscription(WrenchStamped, "/cmd_wrench", self._on_wrench, COMMAND_QOS)
+        from robot_hrl.nodes.graph_watch import GraphWatch
+
+        self.graph = GraphWatch(node)
+        """Second writers: another /cmd_wrench publisher, another /odom source (on /diagnostics)."""
+        self.graph.watch_subscription("/cmd_wrench", cmd_sub, 1, "motor command writer")
+        self.graph.watch_topic("/odom", 1, "odometry source")
+        self._lockstep = self.use_sim_time and bool(p["lockstep"])
+        self._period_t = 0.0
+        """The sim time of the period whose command the lockstep waits for."""
+        self.foreign_commands = 0
+        """Commands not stamped for the current period in lockstep: not applied (a second writer, or a late one)."""
         from robot_hrl.msgs import String
 
         self.node.create_subscription(String, "/sim/inject_fault", self._on_fault, COMMAND_QOS)
@@ -104,6 +118,11 @@ class SimNode:
     def _on_wrench(self, msg: WrenchStamped) -> None:
         w = np.array([msg.wrench.force.z, msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
         with self._lock:
+            if self._lockstep and abs(seconds_from_time(msg.header.stamp) - self._period_t) > 1e-6:
+                # in lockstep the skill node stamps its command with the period's /clock time: anything else is not
+                # the command of this period (another writer, or a late one); it neither steps nor drives the robot
+                self.foreign_commands += 1
+                return
             if not np.all(np.isfinite(w)):
                 self.bad_commands += 1  # a non-finite command is dropped: the last good one stays
             else:
@@ -159,8 +178,9 @@ class SimNode:
         level = ERROR if self.collisions else OK
         message = (f"{len(self.collisions)} collision(s), last with {self.collisions[-1]['with']} at "
                    f"t={self.collisions[-1]['t']:.2f} s") if self.collisions else "running"
-        if self.bad_commands:
+        if self.bad_commands or self.foreign_commands:
             level = max(level, WARN)
+        g_level, g_message, g_values = self.graph.diagnostic()
         values = {"sim_time_s": t, "steps": self.steps, "collisions": len(self.collisions),
                   "real_time_factor": (t / wall) if wall > 0 else 0.0, "non_finite_commands": self.bad_commands,
                   "odom": "stopped (fault injection)" if self._odom_dropped(t) else "ok",
@@ -169,8 +189,11 @@ class SimNode:
         if self.collisions:
             values["last_collision_with"] = self.collisions[-1]["with"]
             values["last_collision_position"] = self.collisions[-1]["position"]
-        self.diag_pub.publish(diag_array(self.stamp(t), [diag_status("sim_node: physics", level, message, values,
-                                                         hardware_id="pybullet")]))
+        values["foreign_commands"] = self.foreign_commands
+        self.diag_pub.publish(diag_array(self.stamp(t), [diag_status("sim_node: graph", g_level, g_message, g_values,
+                                                                     hardware_id="pybullet"),
+                                                         diag_status("sim_node: physics", level, message, values,
+                                                                     hardware_id="pybullet")]))
 
     # ---- the loop -----------------------------------------------------------------------------
     def step(self) -> None:
@@ -221,6 +244,7 @@ class SimNode:
             with self._lock:
                 seen = self._commands
                 self._new_command.clear()
+                self._period_t = self.sim_time()
             self.publish_state()
             if lockstep:
                 deadline = time.monotonic() + timeout
