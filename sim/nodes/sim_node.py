@@ -117,15 +117,16 @@ class SimNode:
     # ---- inputs -------------------------------------------------------------------------------
     def _on_wrench(self, msg: WrenchStamped) -> None:
         w = np.array([msg.wrench.force.z, msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
+        finite = bool(np.all(np.isfinite(w)))
         with self._lock:
+            if not finite:
+                self.bad_commands += 1  # a non-finite command is dropped: the last good one stays
             if self._lockstep and abs(seconds_from_time(msg.header.stamp) - self._period_t) > 1e-6:
                 # in lockstep the skill node stamps its command with the period's /clock time: anything else is not
                 # the command of this period (another writer, or a late one); it neither steps nor drives the robot
                 self.foreign_commands += 1
                 return
-            if not np.all(np.isfinite(w)):
-                self.bad_commands += 1  # a non-finite command is dropped: the last good one stays
-            else:
+            if finite:
                 self._wrench = w
             self._commands += 1
         self._new_command.set()
