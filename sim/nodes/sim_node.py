@@ -104,6 +104,13 @@ class SimNode:
         self._lockstep = self.use_sim_time and bool(p["lockstep"])
         self._period_t = 0.0
         """The sim time of the period whose command the lockstep waits for."""
+        self.fence_exits = 0
+        """Times the true position left the world's bounds (ground truth, each exit once)."""
+        self.box_entries = 0
+        """Times the true position entered an obstacle or landmark box."""
+        self.last_box_entry = ""
+        self._truth_outside = False
+        self._truth_box = None
         self.foreign_commands = 0
         """Commands not stamped for the current period in lockstep: not applied (a second writer, or a late one)."""
         from robot_hrl.msgs import String
@@ -191,6 +198,10 @@ class SimNode:
             values["last_collision_with"] = self.collisions[-1]["with"]
             values["last_collision_position"] = self.collisions[-1]["position"]
         values["foreign_commands"] = self.foreign_commands
+        values["truth_fence_exits"] = self.fence_exits
+        values["truth_box_entries"] = self.box_entries
+        if self.last_box_entry:
+            values["truth_last_box"] = self.last_box_entry
         self.diag_pub.publish(diag_array(self.stamp(t), [diag_status("sim_node: graph", g_level, g_message, g_values,
                                                                      hardware_id="pybullet"),
                                                          diag_status("sim_node: physics", level, message, values,
@@ -210,6 +221,17 @@ class SimNode:
                                     "position": [round(float(v), 3) for v in self.sim.state().position_w]})
             self.node.get_logger().error(f"collision with {what} at t={self.sim_time():.2f} s")
         self._in_collision = bool(hit)
+        # the ground truth's own envelope events (the launcher's monitor judges violations from these, not from /odom)
+        p = [float(v) for v in self.sim.state().position_w]
+        outside = not self.world.bounds.contains(p)
+        if outside and not self._truth_outside:
+            self.fence_exits += 1
+        self._truth_outside = outside
+        box = next((getattr(b, "name", None) or b.id for b in self.world.solid_boxes() if b.contains(p)), None)
+        if box is not None and box != self._truth_box:
+            self.box_entries += 1
+            self.last_box_entry = box
+        self._truth_box = box
 
     def run(self, stop: threading.Event) -> None:
         """Step the world; a second thread spins the node (callbacks). Both end when ``stop`` is set
