@@ -80,7 +80,8 @@ def _is_number(value) -> bool:
 
 def _set_numbers(cfg, overrides: dict) -> dict:
     """Set the numeric leaves whose field holds a number of the other type (Isaac Lab's ``from_dict`` refuses
-    3.0 for a field declared as 5, e.g. the manager-based Cartpole's ``episode_length_s``); return the rest."""
+    3.0 for a field declared as 5, e.g. the manager-based Cartpole's ``episode_length_s``) and the leaves whose
+    field is None (``from_dict`` refuses any type there); return the rest."""
     rest = {}
     for key, value in overrides.items():
         current = getattr(cfg, key, None) if hasattr(cfg, key) else None
@@ -88,6 +89,9 @@ def _set_numbers(cfg, overrides: dict) -> dict:
             rest[key] = _set_numbers(current, value)
         elif _is_number(value) and _is_number(current):
             setattr(cfg, key, value)
+        elif current is None and hasattr(cfg, key) and not isinstance(value, dict):
+            # from_dict also refuses any value for a field that is None (an optional term cfg's clip or scale)
+            setattr(cfg, key, tuple(value) if isinstance(value, list) else value)
         else:
             rest[key] = value
     return rest
@@ -139,6 +143,13 @@ def _wrapper_class():
             if self.success is not None and not self._task_reports_episode_end:
                 extras["episode_end"] = {"success": self.success.read()}
             return obs, rewards, dones, extras
+
+        @property
+        def contract(self):
+            """The task's policy contract, generated from this env (``sim/isaaclab_adapter/contract.py``)."""
+            from sim.isaaclab_adapter.contract import contract_from_env
+
+            return contract_from_env(self)
 
         def close(self):
             if self.closed:
