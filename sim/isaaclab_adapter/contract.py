@@ -59,10 +59,14 @@ def _source(func) -> str:
 
 
 def _robot(unwrapped, task: str) -> tuple[RobotRef, object]:
-    try:
-        articulation = unwrapped.scene["robot"]
-    except (KeyError, AttributeError) as exc:
-        raise ContractError(f"{task} has no scene entity 'robot' (an articulation) to describe in the contract ({exc})") from None
+    articulations = dict(getattr(unwrapped.scene, "articulations", {}))
+    if "robot" in articulations:  # Isaac Lab's convention; else the scene's only articulation (Cartpole-Direct's 'cartpole')
+        articulation = articulations["robot"]
+    elif len(articulations) == 1:
+        articulation = next(iter(articulations.values()))
+    else:
+        raise ContractError(f"{task}'s scene has articulations {sorted(articulations)}: the contract describes one robot, "
+                            "named 'robot' (Isaac Lab's convention) or the scene's only articulation")
     joints = tuple(articulation.joint_names)
     defaults = _floats(articulation.data.default_joint_pos.torch, len(joints))
     usd = getattr(getattr(articulation.cfg, "spawn", None), "usd_path", None)
