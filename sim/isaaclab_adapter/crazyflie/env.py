@@ -131,7 +131,7 @@ class CrazyflieGotoEnv(DirectRLEnv):
         na = L.num_actions
         raw = actions.to(self.device, torch.float32).t()
         self._actions = tuple(torch.where(raw[i] != raw[i], 0.0, raw[i]).clamp(-1.0, 1.0) for i in range(na))  # as step_core
-        old = tuple(self._state[L.buffer])
+        old = tuple(self._state[L.buffer].clone())  # (copies: the rows are overwritten below)
         buffer = self._actions + old[: na * (L.latency_slots - 1)]
         self._state[L.buffer] = torch.stack(buffer)
         applied = list(buffer[:na])
@@ -158,8 +158,8 @@ class CrazyflieGotoEnv(DirectRLEnv):
         chain_state = state_dict(self.chain.STATE, tuple(self._state[L.chain_state_rows]))
         sub = self.chain.substep(chain_state, self._command, self._derived, f.chain, TORCH)
         self._state[L.chain_state_rows] = torch.stack(state_columns(self.chain.STATE, sub.state))
-        self._forces_b[:, 0, 2] = sub.thrust_n
-        self._forces_b[:, 0] += rotate(quat, self._force_ext_w, inverse=True)
+        self._forces_b[:, 0] = rotate(quat, self._force_ext_w, inverse=True)  # the disturbance (world) in the body frame
+        self._forces_b[:, 0, 2] += sub.thrust_n
         self._torques_b[:, 0] = torch.stack(tuple(sub.torque_b), dim=-1) + self._torque_ext_b
         self.robot.permanent_wrench_composer.set_forces_and_torques_index(
             forces=self._forces_b, torques=self._torques_b, body_ids=self._body_ids)
