@@ -281,6 +281,12 @@ def _role_clock() -> None:
 
     def command(line: str) -> None:
         if line:
+            # Discovery is matched from each side on its own: the test's reader may see this writer before
+            # this writer sees the reader, and a best-effort sample sent then goes nowhere (seen under load).
+            # Cyclone DDS matches in its own threads, so waiting here lets the match complete.
+            deadline = time.monotonic() + 10.0
+            while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
             pub.publish(Clock(clock=time_from_seconds(float(line))))
             print("TICK", line, flush=True)
 

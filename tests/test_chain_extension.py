@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import battery_chain
-from robot_hrl.contract import goto_action_spec, hover_actions
+from robot_hrl.contract import hover_actions
+from robot_hrl.robots.quadrotor import quadrotor_action_spec
 from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.robots.actuator_chain import CHAINS
 from sim.envs import GotoEnv, GotoEnvCfg
@@ -29,7 +30,7 @@ def _battery(monkeypatch, tmp_path_factory):
 
 
 def _hover(n: int) -> torch.Tensor:
-    return torch.tensor(hover_actions(goto_action_spec(CRAZYFLIE_2X), CRAZYFLIE_2X), dtype=torch.float32).expand(n, 4)
+    return torch.tensor(hover_actions(quadrotor_action_spec(CRAZYFLIE_2X), CRAZYFLIE_2X), dtype=torch.float32).expand(n, 4)
 
 
 def test_the_torch_step_stores_draws_and_shows_the_new_row_and_parameter():

@@ -11,11 +11,11 @@ from robot_hrl.contract import (
     compute_observation,
     goto_contract,
     hover_actions,
-    mix_wrench_to_rotor_thrusts,
     wrench_to_actions,
 )
 from robot_hrl.errors import ContractError, ObservationError
 from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.robots.crazyflie_2x.actuators import mix_wrench_to_rotor_thrusts
 from robot_hrl.robots.quadrotor import QuadrotorParams
 
 

@@ -11,9 +11,9 @@ from robot_hrl.contract import (
     OBSERVATION_TERMS,
     actions_to_wrench,
     compute_observation,
-    goto_action_spec,
 )
 from robot_hrl.robots import CRAZYFLIE_2X
+from robot_hrl.robots.quadrotor import quadrotor_action_spec
 from robot_hrl.robots.crazyflie_2x import actuators
 from sim.envs.array_ops import TORCH
 from sim.envs.step_core import normalized_to_command
@@ -82,7 +82,7 @@ def test_env_observation_matches_numpy_on_its_own_state():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_action_to_wrench_matches_contract(seed):
     """The step's action mapping (step_core.normalized_to_command, on columns) against the contract's."""
-    spec = goto_action_spec(CRAZYFLIE_2X)
+    spec = quadrotor_action_spec(CRAZYFLIE_2X)
     low, high = (tuple(float(getattr(t, end)) for t in spec.terms) for end in ("low", "high"))
     a = np.random.default_rng(seed).uniform(-1.5, 1.5, size=(N, 4))
     expected = actions_to_wrench(spec, a)
@@ -94,7 +94,7 @@ def test_action_to_wrench_matches_contract(seed):
 def test_mixer_on_torch_columns_matches_numpy(seed):
     """The actuator chain's mixer and cap (one source) on torch columns (float64, and float32 as the step runs it)
     against numpy arrays."""
-    spec = goto_action_spec(CRAZYFLIE_2X)
+    spec = quadrotor_action_spec(CRAZYFLIE_2X)
     k = actuators.constants(CRAZYFLIE_2X)
     a = np.random.default_rng(seed).uniform(-1, 1, size=(N, 4))
     a[:8] = np.sign(a[:8])  # saturated corners exercise powerDistributionCap

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from robot_hrl.contract import goto_action_spec, hover_actions
+from robot_hrl.contract import hover_actions
+from robot_hrl.robots.quadrotor import quadrotor_action_spec
 from robot_hrl.robots import CRAZYFLIE_2X, STANDARD_GRAVITY_MPS2
 from robot_hrl.robots.crazyflie_2x import actuators
 from sim.envs import GotoEnv, GotoEnvCfg, dynamics
@@ -83,7 +84,7 @@ def test_env_hover_action_holds_position():
     env.angular_velocity_b.zero_()
     env.position_w[:] = torch.tensor([0.0, 0.0, 1.5])
     env.goal_w[:] = env.position_w
-    a = torch.tensor(hover_actions(goto_action_spec(CRAZYFLIE_2X), CRAZYFLIE_2X), dtype=torch.float32).unsqueeze(0)
+    a = torch.tensor(hover_actions(quadrotor_action_spec(CRAZYFLIE_2X), CRAZYFLIE_2X), dtype=torch.float32).unsqueeze(0)
     for _ in range(100):
         env.step(a)
     assert torch.linalg.vector_norm(env.position_w - torch.tensor([0.0, 0.0, 1.5])).item() < 5e-3

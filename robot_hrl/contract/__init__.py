@@ -11,7 +11,7 @@ from robot_hrl.contract.action_modes import (
     normalized_to_command,
     register_action_mode,
 )
-from robot_hrl.contract.actions import actions_to_wrench, hover_actions, mix_wrench_to_rotor_thrusts, wrench_to_actions
+from robot_hrl.contract.actions import actions_to_wrench, hover_actions, wrench_to_actions
 from robot_hrl.contract.goto import (
     DEFAULT_CONTROL_RATE_HZ,
     DEFAULT_SUBGOAL_RADIUS_M,
@@ -32,21 +32,12 @@ from robot_hrl.contract.schema import (
 )
 
 
-def __getattr__(name: str):
-    """``goto_action_spec`` moved to the quadrotor (robot_hrl.robots.quadrotor.quadrotor_action_spec;
-    ``robot.action_spec()`` asks any robot); the old name forwards there."""
-    if name == "goto_action_spec":
-        from robot_hrl.robots.quadrotor import quadrotor_action_spec
-
-        return quadrotor_action_spec
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     "ACTION_MODES", "ActionMap", "ActionMode", "ActionSpec", "ActionTerm", "CONTRACT_METADATA_KEY",
     "CONTRACT_SCHEMA_VERSION", "DEFAULT_CONTROL_RATE_HZ", "DEFAULT_SUBGOAL_RADIUS_M", "GOTO_OBSERVATION_TERMS",
     "OBSERVATION_TERMS", "ObservationTerm", "PolicyContract", "RobotRef", "action_bounds", "action_map",
     "action_mismatches", "actions_to_wrench", "command_to_normalized", "compute_observation", "get_action_mode",
-    "goto_contract", "goto_observation_terms", "hover_actions", "mix_wrench_to_rotor_thrusts", "normalized_to_command",
+    "goto_contract", "goto_observation_terms", "hover_actions", "normalized_to_command",
     "register_action_mode", "wrench_to_actions",
 ]
