@@ -101,15 +101,17 @@ def test_parity_with_the_projects_simulator_over_one_second(env):
         t = k * env.step_dt
         actions = hover + 0.1 * torch.sin(2 * math.pi * 1.5 * t + phase)
         actions[:, 1:] -= 0.05 * ref.angular_velocity_b  # some damping: tilted, turning, but in bounds for 1 s
-        _, _, done_isaac, _ = env.step(actions.clone())
-        _, _, done_ref, _ = ref.step(actions.clone())
+        _, reward_isaac, done_isaac, _ = env.step(actions.clone())
+        _, reward_ref, done_ref, _ = ref.step(actions.clone())
         assert not done_isaac.any() and not done_ref.any(), f"an episode ended at step {k}"
+        worst["reward"] = max(worst.get("reward", 0.0), (reward_isaac - reward_ref).abs().max().item())
         for name in TOLERANCE:
             worst[name] = max(worst[name], (u._rows(name).t() - getattr(ref, name)).abs().max().item())
         assert torch.equal(u._state[L.chain_state_rows], ref._state[L.chain_state_rows].to(u._state))  # same chain, same bits
     travelled = (ref.position_w - start["position_w"]).norm(dim=-1)
     assert travelled.max() > 0.1, "the bodies hardly moved: the comparison says little"
     assert all(worst[n] <= TOLERANCE[n] for n in TOLERANCE), worst
+    assert worst["reward"] < 1e-3, worst  # the same reward terms and weights (~1 per step)
     # the critic's clean terms and privileged columns agree too (the same observation rows on the same layout)
     critic_isaac = env.get_observations()["critic"]
     critic_ref = ref.get_observations()["critic"]

@@ -173,7 +173,7 @@ class CrazyflieGotoEnv(DirectRLEnv):
         goal = self._rows("goal_w").t()
         crashed = termination_terms.non_finite_state(pos, quat, vel, omega)
         if c.terminate_on_ground_contact:
-            crashed = crashed | self._touched | (pos[:, 2] <= c.floor_z) | termination_terms.ground_contact(pos, c.contact_height)
+            crashed = crashed | self._touched | termination_terms.ground_contact(pos, c.contact_height)
         out = termination_terms.out_of_bounds(pos, goal, c.out_of_bounds_distance_m, c.ceiling_m) & ~crashed
         terminated = crashed | out
         time_out = termination_terms.time_out(self.episode_length_buf, f.max_episode_length) & ~terminated
@@ -274,17 +274,6 @@ class CrazyflieGotoEnv(DirectRLEnv):
 
     # ---- the contract -----------------------------------------------------------------------------------
     def policy_contract(self):
-        """The task's policy contract: the project's go-to contract of the robot (the shipped model's)."""
+        """The task's policy contract: the project's go-to contract of the robot (the shipped model's); the
+        adapter's contract generator (``sim/isaaclab_adapter/contract.py``) returns it."""
         return self.contract
-
-    @property
-    def max_episode_length_steps(self) -> int:
-        return self._fused.max_episode_length
-
-
-def episode_steps(cfg: GotoEnvCfg) -> int:
-    """Control steps of an episode (as ``fused_constants``)."""
-    return int(round(cfg.command.episode_length_s * cfg.command.control_rate_hz))
-
-
-__all__ = ["CrazyflieGotoEnv", "episode_steps"]
