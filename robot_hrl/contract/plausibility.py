@@ -10,8 +10,11 @@ there). This module checks the rest of what an edited contract could change sile
   ``rad/s`` within ``MAX_BODY_RATE_RADPS`` (the gyro's range);
 * the control rate, within [``MIN_CONTROL_RATE_HZ``, ``MAX_CONTROL_RATE_HZ``] (a node also checks it
   against its shield's ``control_rate_hz``);
-* the subgoal radius: positive, within the error clip, and no more than ``SUBGOAL_HORIZON_S`` of flight
-  at the robot's speed limit.
+* the subgoal radius (where the contract has one): within the error clip, and no more than
+  ``SUBGOAL_HORIZON_S`` of travel at the robot's speed limit.
+
+A robot the contract describes itself (``robot.kind == "articulation"``, Isaac Lab tasks) has no robot
+model here to judge against: nothing is checked for it.
 
 Each problem names the field, the value and the bound.
 """
@@ -40,7 +43,9 @@ TurtleBot3 Burger)."""
 def plausibility_problems(contract, robot, shield_control_rate_hz: float | None = None) -> list[str]:
     """Every implausible value of ``contract`` for ``robot`` (empty: plausible)."""
     problems: list[str] = []
-    radius = float(contract.subgoal_radius_m)
+    if getattr(contract.robot, "kind", None) == "articulation":
+        return problems  # a robot the contract describes (Isaac Lab): no robot model to judge it against
+    radius = None if contract.subgoal_radius_m is None else float(contract.subgoal_radius_m)
     speed = float(getattr(robot, "max_speed_mps", 0.0) or 0.0)
     error_clip = 0.0
     for term in contract.observations:
@@ -51,7 +56,7 @@ def plausibility_problems(contract, robot, shield_control_rate_hz: float | None 
             problems.append(f"{where}: a normalized term lies within [-1, 1]")
         elif term.units == "m":
             error_clip = max(error_clip, span)
-            if span > MAX_ERROR_CLIP_RADII * radius:
+            if radius is not None and span > MAX_ERROR_CLIP_RADII * radius:
                 problems.append(f"{where}: beyond {MAX_ERROR_CLIP_RADII:g} subgoal radii ({MAX_ERROR_CLIP_RADII * radius:g} m); "
                                 "the policy never sees such errors")
         elif term.units == "m/s" and speed > 0 and span > MAX_VELOCITY_CLIP_FACTOR * speed:
@@ -64,6 +69,8 @@ def plausibility_problems(contract, robot, shield_control_rate_hz: float | None 
     if shield_control_rate_hz is not None and abs(rate - float(shield_control_rate_hz)) > 1e-9:
         problems.append(f"control rate {rate:g} Hz: the robot's shield is designed for {float(shield_control_rate_hz):g} Hz "
                         "(its control_rate_hz); its stopping model and limits assume that period")
+    if radius is None:
+        return problems
     if error_clip > 0 and radius > error_clip + 1e-9:
         problems.append(f"subgoal radius {radius:g} m: beyond the subgoal-error clip {error_clip:g} m (the policy could not see the subgoal)")
     if speed > 0 and radius > SUBGOAL_HORIZON_S * speed:
