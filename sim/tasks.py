@@ -30,7 +30,10 @@ def _make_goto(num_envs: int, device: str, cfg: dict | GotoEnvCfg | None, seed: 
 TASKS: dict[str, Callable[..., Any]] = {"crazyflie-goto": _make_goto}
 """Built-in tasks: name -> factory(num_envs, device, cfg, seed)."""
 
-DEFAULT_AGENT_CFGS = {"crazyflie-goto": "sim.agents.ppo_goto:ppo_goto_cfg"}
+DEFAULT_AGENT_CFGS = {"crazyflie-goto": "sim.agents.ppo_goto:ppo_goto_cfg",
+                      "Isaac-Crazyflie-Goto-Direct": "sim.agents.ppo_goto:ppo_goto_cfg"}
+"""Tasks trained with the project's PPO cfg (the Isaac Lab twin of crazyflie-goto too: its KL schedule is not an
+Isaac Lab runner cfg field)."""
 
 
 def is_isaaclab_task(task: str) -> bool:
@@ -56,7 +59,10 @@ def default_agent_cfg(task: str, device: str = "cpu") -> dict:
     from sim.agents.ppo_goto import ppo_goto_cfg
 
     if task in DEFAULT_AGENT_CFGS:
-        return ppo_goto_cfg()
+        cfg = ppo_goto_cfg()
+        if is_isaaclab_task(task):
+            cfg["device"] = device
+        return cfg
     if is_isaaclab_task(task):
         from sim.isaaclab_adapter import isaaclab_agent_cfg
 

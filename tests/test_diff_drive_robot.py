@@ -82,7 +82,7 @@ def test_its_observation_terms_see_the_subgoal_in_the_body_frame():
 # ---- its shield ---------------------------------------------------------------------------------------------
 def test_its_shield_lists_its_units_and_refuses_limits_beyond_the_robot(world):
     s = shield(world)
-    assert [u.name for u in s.units] == ["estop", "watchdog", "command", "velocity_limits", "geofence", "stop_zone",
+    assert [u.name for u in s.units] == ["estop", "odometry", "watchdog", "command", "velocity_limits", "geofence", "stop_zone",
                                          "obstacles", "subgoal"]
     raw = load_shield_config(ROBOT.shield_config_path).model_dump()
     raw["velocity_limits"]["max_speed_mps"] = 0.5

@@ -106,3 +106,28 @@ def test_flags_that_cannot_apply_are_refused(tmp_path, capsys, flags, message):
     from sim.isaaclab_adapter.env import live_env
 
     assert live_env() is None
+
+
+def test_export_cli_writes_the_contract_generated_from_the_env(run_dir, tmp_path):
+    """`python deploy/export.py <run>` on the Isaac Lab run (its own process rebuilds the env): the direct task's
+    contract (Isaac-Cartpole-Direct's terms, read off its source in sim/isaaclab_adapter/contract.py) in the model,
+    which the runtime loads for the robot the contract describes."""
+    import numpy as np
+
+    from robot_hrl.runtime import OnnxPolicy
+
+    out = tmp_path / "cartpole_direct.onnx"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "deploy/export.py", str(run_dir), "--out", str(out), "-q"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    policy = OnnxPolicy(out, provider="cpu")
+    c = policy.contract
+    assert c.skill == TASK and c.robot.kind == "articulation" and c.robot.joints == ("slider_to_cart", "cart_to_pole")
+    assert [(t.name, t.size, t.joints) for t in c.observations] == [
+        ("joint_pos_rel", 2, ("slider_to_cart", "cart_to_pole")), ("joint_vel_rel", 2, ("slider_to_cart", "cart_to_pole"))]
+    assert c.action.mode == "joint_effort" and [(t.joint, t.low, t.high) for t in c.action.terms] == [("slider_to_cart", -100.0, 100.0)]
+    assert c.control_rate_hz == pytest.approx(60.0)
+    action = policy.act_terms({"joint_pos_rel": np.array([0.1, -0.05]), "joint_vel_rel": np.zeros(2)})
+    assert action.shape == (1,) and np.isfinite(action).all()
+    assert json.loads(policy.metadata["robot_hrl.provenance.config"])["task"] == TASK

@@ -232,6 +232,22 @@ def test_run_monitor_judges_violations_from_ground_truth(world):
     assert m.snapshot()["skill"] == {"raw": "not json"}
 
 
+def test_with_a_simulator_violations_come_from_its_ground_truth_never_from_odom(world):
+    """Issue #16: result.json's violations judged from the simulator's ground truth; a rogue /odom neither
+    fakes nor hides one."""
+    m = RunMonitor(world)
+    truth = {"true_position": "[0.5, 0.5, 1.0]", "collisions": "0", "truth_fence_exits": "0", "truth_box_entries": "0"}
+    m.on_diagnostic("sim_node: physics", 0, "running", truth, 0.0)
+    m.on_odom(0.1, (9.0, 0.5, 1.0))  # a rogue /odom outside the fence: not a violation
+    m.on_odom(0.2, (1.5, 1.5, 1.0))  # nor inside a pillar
+    assert m.violations == []
+    m.on_diagnostic("sim_node: physics", 0, "running", {**truth, "true_position": "[1.5, 1.5, 1.0]",
+                                                         "truth_box_entries": "1", "truth_last_box": "pillar_a"}, 0.5)
+    m.on_diagnostic("sim_node: physics", 0, "running", {**truth, "truth_box_entries": "1", "truth_fence_exits": "2"}, 1.0)
+    kinds = [v.kind for v in m.violations]
+    assert kinds == ["obstacle", "geofence", "geofence"] and "pillar_a" in m.violations[0].detail
+
+
 # ---- the skill core: real policy and shield, no transport -----------------------------------------
 @pytest.fixture
 def skill(world, repo_root):

@@ -63,13 +63,19 @@ def test_the_nodes_survive_hostile_inputs_on_every_topic_and_say_what_they_dropp
             (rig.diag("skill_node: interventions") or (0, "", {}))[2].get("odometry_errors", "0")) > 0)
 
         # An odometry of 1e308 m/s: finite, but its speed overflows; the skill node used to die building its
-        # status. Now the status says which numbers it could not send.
-        def overflowing_status_seen() -> bool:
+        # status. Now the shield's odometry unit refuses it by name (its speed is not finite), or, where the
+        # sample got through (no earlier sample to judge it against), the status says which numbers it could not send.
+        def overflow_reported() -> bool:
             rig.send("/odom", odometry(START_POSITION, twist=(1e308, 1e308, 0.0, 0.0, 0.0, 0.0)))
             rig.spin(0.05)
+            refused = rig.diag("skill_node: shield/odometry")
+            if refused and "1e+308" in refused[2].get("last.rejection", "") or refused and any(
+                    int(refused[2].get(f"count.{c}", "0")) > 0 for c in ("malformed", "velocity_jump")):
+                return True
             return any("speed" in s.get("non_finite", []) for s in list(rig.seen.skill))
 
-        rig.wait_for("a skill status that names the numbers it could not send", overflowing_status_seen)
+        rig.wait_for("the 1e308 m/s odometry refused by name, or a skill status naming the numbers it could not send",
+                     overflow_reported)
 
         # Still a working planner: a new task is planned, and the heartbeat flows.
         version = rig.last("planner").get("plan_version", 0)

@@ -299,9 +299,11 @@ def test_watchdog_acts_exactly_on_its_faults(state_age, state_ok, subgoal_age, s
     wd.check(t)
     state_bad = not state_ok or state_age > wd.state_timeout
     subgoal_bad = not subgoal_ok or subgoal_age > wd.subgoal_timeout
-    old = stale_for >= wd.hold_s
-    assert (t.land_unit is not None) == ((state_bad or subgoal_bad) and old)
-    assert (t.hold_unit is not None) == ((state_bad or subgoal_bad) and not old)
+    # a stale state is held for state_hold_s (the model's braking time, at most hold_s), a stale subgoal for hold_s
+    state_old, subgoal_old = stale_for >= wd.state_hold_s, stale_for >= wd.hold_s
+    lands = (state_bad and state_old) or (subgoal_bad and subgoal_old)
+    assert (t.land_unit is not None) == lands
+    assert (t.hold_unit is not None) == ((state_bad and not state_old) or (subgoal_bad and not subgoal_old))
     output_bad = not finite or not infer <= wd.deadline
     assert (t.reject_unit is not None) == output_bad
     assert t.policy_valid == (not output_bad)

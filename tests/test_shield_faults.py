@@ -60,12 +60,13 @@ def test_odometry_stops_hold_then_land_then_motors_off():
     first_hold = modes.index("backup_hold")
     first_land = modes.index("backup_land")
     assert first_hold < first_land < modes.index("motors_off")
-    # stale after state_timeout_s, hold for hold_s, then land
-    hold_s = s.config.watchdog.hold_s
+    # stale after state_timeout_s, brake without a position for the model's braking time (< hold_s), then land
+    hold_s = s.watchdog.state_hold_s
+    assert hold_s == pytest.approx(min(s.config.watchdog.hold_s, s.model.blind_brake_s))
     assert (first_land - first_hold) * DT == pytest.approx(hold_s, abs=2 * DT)
     assert (100 + first_hold) * DT - t_stop == pytest.approx(s.config.watchdog.state_timeout_s, abs=2 * DT)
     # landed on the dead-reckoned state (descending at land speed from 1 m) well before the timeout
-    assert (len(modes) - first_land) * DT < s.config.backup.land_timeout_s
+    assert (len(modes) - first_land) * DT < 1.5 * 1.0 / s.config.backup.land_speed_mps + 1.0  # the blind deadline
     assert s.predictor.p[2] <= s.config.backup.touchdown_altitude_m + 0.05
     # latched: fresh odometry again does not restart the motors until the faults are reset
     out = s.step(ShieldInput(k * DT + DT, state_at([2.0, 2.3, 0.0], k * DT + DT), hover, subgoal_w=pos))
@@ -84,10 +85,11 @@ def test_dead_reckoning_starts_from_the_commands_sent_since_the_last_measurement
     roll = hover.copy()
     roll[1] = 0.3  # a moderate roll torque, within the shield's limits
     pos = np.array([2.0, 2.3, 1.0])
+    before = []
     for k in range(50):
         last = state_at(pos, k * DT)
-        s.step(ShieldInput(k * DT, last, hover, subgoal_w=pos))
-    sent = []
+        before.append(s.step(ShieldInput(k * DT, last, hover, subgoal_w=pos)).wrench.copy())
+    sent = [before.pop()]  # the output of the tick the latest state arrived on is sent after it
     k = 50
     while True:
         out = s.step(ShieldInput(k * DT, last, roll, subgoal_w=pos))
@@ -100,7 +102,7 @@ def test_dead_reckoning_starts_from_the_commands_sent_since_the_last_measurement
     from robot_hrl.robots.quadrotor.shield import StatePredictor
 
     ref = StatePredictor(s.model)
-    ref.reset(pos, [0, 0, 0], [1, 0, 0, 0], [0, 0, 0], [CRAZYFLIE_2X.weight_n, 0, 0, 0])
+    ref.reset(pos, [0, 0, 0], [1, 0, 0, 0], [0, 0, 0], before[-s.WARMUP_TICKS:])  # the chain settled on the outputs before
     for wrench in sent:
         ref.step(wrench)
     ref.step(out.wrench)  # and this tick's backup command

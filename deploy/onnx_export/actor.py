@@ -36,8 +36,12 @@ def actor_dims(actor: nn.Module) -> tuple[int, int]:
 class ExportableActor(nn.Module):
     """Deterministic, normalized, clipped actor: what the ONNX graph computes."""
 
-    def __init__(self, actor: nn.Module) -> None:
+    def __init__(self, actor: nn.Module, clip: float | None = 1.0) -> None:
         super().__init__()
+        self.clip = None if clip is None else float(clip)
+        """Clip the output to [-clip, clip]: 1 for the action modes that clip (``robot_hrl.contract.action_modes``),
+        the contract's ``output_clip`` where the trainer clipped (Isaac Lab's ``clip_actions``); None: the raw
+        output (Isaac Lab's JointAction: offset + scale * a, no clip)."""
         if getattr(actor, "is_recurrent", False):
             raise ExportError(
                 f"the actor ({type(actor).__name__}) is recurrent; the onboard runtime and the C code take "
@@ -48,4 +52,5 @@ class ExportableActor(nn.Module):
         self.policy.eval()
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.clamp(self.policy(obs), ACTION_LOW, ACTION_HIGH)
+        out = self.policy(obs)
+        return out if self.clip is None else torch.clamp(out, -self.clip, self.clip)

@@ -24,7 +24,7 @@ from torch import nn
 
 from deploy.onnx_export.actor import ExportableActor
 from deploy.onnx_export.errors import ExportError
-from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract
+from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract, get_action_mode
 from robot_hrl.runtime.integrity import sha256_file, write_sha256_sidecar
 from robot_hrl.runtime.metadata import PROVENANCE_EXPORT_KEY, PROVENANCE_PREFIX
 from robot_hrl.runtime.policy import session_options
@@ -57,12 +57,36 @@ class ExportReport:
     metadata_keys: list[str] = field(default_factory=list)
 
 
+def output_clip(contract: PolicyContract) -> float | None:
+    """What the graph clips its output to: the contract's ``output_clip``, else 1 where the action mode clips
+    (its mapping expects [-1, 1]), else nothing."""
+    if contract.action.output_clip is not None:
+        return contract.action.output_clip
+    return 1.0 if get_action_mode(contract.action.mode).clip else None
+
+
+CHECK_BOUND = 10.0
+"""The self-check samples an unclipped (or widely clipped) term within +-this (float32 max would overflow the MLP)."""
+
+
+def graph_input_bounds(contract: PolicyContract) -> tuple[np.ndarray, np.ndarray]:
+    """Per graph input: the range its term can take (clip, then scale; history repeats it), capped at
+    +-:data:`CHECK_BOUND` for the self-check."""
+    lo_parts, hi_parts = [], []
+    for t in contract.observations:
+        scale = np.ones(t.frame_size) if t.scale is None else np.broadcast_to(np.asarray(t.scale, dtype=np.float64), (t.frame_size,))
+        a, b = t.clip[0] * scale, t.clip[1] * scale
+        reps = t.history_length or 1
+        lo_parts.append(np.tile(np.clip(np.minimum(a, b), -CHECK_BOUND, CHECK_BOUND), reps))
+        hi_parts.append(np.tile(np.clip(np.maximum(a, b), -CHECK_BOUND, CHECK_BOUND), reps))
+    return np.concatenate(lo_parts), np.concatenate(hi_parts)
+
+
 def self_check_observations(contract: PolicyContract, n: int, seed: int = 0) -> np.ndarray:
     """``n`` observations spread over each term's clip range, with the corners first (float32)."""
     if n < 3:
         raise ExportError(f"the self-check needs at least 3 observations, got {n}")
-    lo = np.concatenate([np.full(t.size, t.clip[0]) for t in contract.observations])
-    hi = np.concatenate([np.full(t.size, t.clip[1]) for t in contract.observations])
+    lo, hi = graph_input_bounds(contract)
     rng = np.random.default_rng(seed)
     obs = rng.uniform(lo, hi, size=(n, lo.size))
     obs[0], obs[1], obs[2] = 0.0, lo, hi
@@ -170,8 +194,8 @@ def _self_check(module: nn.Module, path: Path, obs: np.ndarray, tolerance: float
             f"(tolerance {tolerance:g}); the exported graph does not reproduce the policy. Report this with "
             "the torch and onnxruntime versions"
         )
-    if np.any(np.abs(got) > 1.0 + 1e-6):
-        raise ExportError("self-check: actions outside [-1, 1]; the clip is missing from the graph")
+    if module.clip is not None and np.any(np.abs(got) > module.clip * (1.0 + 1e-6)):
+        raise ExportError(f"self-check: actions outside [-{module.clip:g}, {module.clip:g}]; the clip is missing from the graph")
     return diff
 
 
@@ -197,7 +221,7 @@ def export_policy(
         raise ExportError(f"the output file must end in .onnx, got {out}; e.g. --out models/crazyflie_goto.onnx")
     if num_check < 1000:
         raise ExportError(f"the self-check runs on at least 1000 observations; got --num-check {num_check}")
-    module = ExportableActor(actor).to("cpu").eval()
+    module = ExportableActor(actor, clip=output_clip(contract)).to("cpu").eval()
     if module.n_obs != contract.observation_size or module.n_actions != contract.action_size:
         raise ExportError(
             f"the actor takes {module.n_obs} observations and gives {module.n_actions} actions, but the contract "
@@ -228,7 +252,8 @@ def export_policy(
         say(f"writing the contract and {len(metadata) - 1} provenance entries into the metadata")
         doc = (
             f"robot_hrl '{contract.skill}' policy for {contract.robot.name} at {contract.control_rate_hz:g} Hz: "
-            f"obs[batch, {contract.observation_size}] -> actions[batch, {contract.action_size}] in [-1, 1]. "
+            f"obs[batch, {contract.observation_size}] -> actions[batch, {contract.action_size}]"
+            f"{'' if module.clip is None else f' in [-{module.clip:g}, {module.clip:g}]'}. "
             f"Contract JSON in metadata key '{CONTRACT_METADATA_KEY}'."
         )
         ops = _write_metadata(tmp, metadata, doc)

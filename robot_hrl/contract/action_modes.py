@@ -113,6 +113,24 @@ JOINT_POSITION = register_action_mode(ActionMode(
     description="joint position targets (rad), one term per joint, offset + scale * a as Isaac Lab's "
                 "JointPositionAction (no clipping); no command output in this runtime yet",
 ))
+JOINT_EFFORT = register_action_mode(ActionMode(
+    name="joint_effort",
+    message_type=None,
+    message_fields=None,
+    target_modes=("joint_group_effort_controller",),
+    clip=False,
+    description="joint efforts (N or N m), one term per joint, offset + scale * a as Isaac Lab's JointEffortAction "
+                "(no clipping); no command output in this runtime yet",
+))
+JOINT_VELOCITY = register_action_mode(ActionMode(
+    name="joint_velocity",
+    message_type=None,
+    message_fields=None,
+    target_modes=("joint_group_velocity_controller",),
+    clip=False,
+    description="joint velocity targets (rad/s or m/s), one term per joint, offset + scale * a as Isaac Lab's "
+                "JointVelocityAction (no clipping); no command output in this runtime yet",
+))
 
 
 SUBGOAL_OFFSET = register_action_mode(ActionMode(

@@ -36,12 +36,35 @@ class ObservationTerm(BaseModel):
     units: str
     clip: tuple[float, float] = Field(description="the term is clipped to [lo, hi] after noise")
     description: str = ""
+    scale: float | tuple[float, ...] | None = None
+    """The clipped term is multiplied by this (one number, or one per value); None: 1. Isaac Lab's order:
+    clip, then scale (``ObservationManager.compute_group``), so a term is ``clip(raw) * scale``."""
+    history_length: int | None = Field(default=None, ge=0)
+    """h > 0: the term holds its last h values (each ``size / h`` wide), oldest first, flattened, filled with
+    the first value after a reset (Isaac Lab's ``CircularBuffer``); None or 0: the current value only."""
+    source: str | None = None
+    """What computes the raw term where this runtime does not (e.g. ``isaaclab.envs.mdp.observations:joint_pos_rel``):
+    the deployment supplies its raw value by name (``OnnxPolicy.act_terms``)."""
+    joints: tuple[str, ...] | None = None
+    """The joints a per-joint term covers, in its order."""
 
     @model_validator(mode="after")
     def _check_clip(self) -> "ObservationTerm":
         if not self.clip[0] < self.clip[1]:
             raise ValueError(f"observation term {self.name!r}: clip {self.clip} must have lo < hi")
+        if self.history_length and self.size % self.history_length:
+            raise ValueError(f"observation term {self.name!r}: size {self.size} is not a multiple of its "
+                             f"history_length {self.history_length}")
+        if isinstance(self.scale, tuple) and len(self.scale) != self.frame_size:
+            raise ValueError(f"observation term {self.name!r}: {len(self.scale)} scales for {self.frame_size} values")
+        if self.joints is not None and len(self.joints) != self.frame_size:
+            raise ValueError(f"observation term {self.name!r}: {len(self.joints)} joints for {self.frame_size} values")
         return self
+
+    @property
+    def frame_size(self) -> int:
+        """Values of one time step of the term (``size`` without its history)."""
+        return self.size // self.history_length if self.history_length else self.size
 
 
 class ActionTerm(BaseModel):
@@ -52,12 +75,26 @@ class ActionTerm(BaseModel):
     units: str
     low: float
     high: float
+    joint: str | None = None
+    """The joint this term commands (joint modes), when it is one."""
+    default_position: float | None = None
+    """The joint's default position (rad or m), where the trainer had one (Isaac Lab's ``default_joint_pos``)."""
 
     @model_validator(mode="after")
     def _check_bounds(self) -> "ActionTerm":
         if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
             raise ValueError(f"action term {self.name!r}: bounds [{self.low}, {self.high}] must be finite with low < high")
         return self
+
+    @property
+    def offset(self) -> float:
+        """The command at a = 0: (low + high) / 2 (Isaac Lab's action ``offset``)."""
+        return 0.5 * (self.low + self.high)
+
+    @property
+    def scale(self) -> float:
+        """The command per unit of normalized action: (high - low) / 2 (Isaac Lab's action ``scale``)."""
+        return 0.5 * (self.high - self.low)
 
 
 class ActionSpec(BaseModel):
@@ -71,6 +108,9 @@ class ActionSpec(BaseModel):
     crazyflie-firmware's controlModeForceTorque, thrustSi (N) and torqueX/Y/Z (N m) mixed onboard);
     None: the mode's default."""
     terms: tuple[ActionTerm, ...]
+    output_clip: float | None = Field(default=None, gt=0)
+    """The policy's outputs are clipped to [-c, c] before the mapping (Isaac Lab's ``RslRlVecEnvWrapper``
+    ``clip_actions``; the exported graph holds the clip); None: the mode's own (``[-1, 1]`` where it clips)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -103,6 +143,25 @@ class RobotRef(BaseModel):
     model_config = _FROZEN
     name: str
     params_sha256: str
+    kind: str | None = None
+    """None: a robot of the registry (robot_hrl.robots, ``name``). ``"articulation"``: a robot the contract
+    itself describes (an Isaac Lab articulation: ``joints``, ``default_joint_positions``); its
+    ``params_sha256`` hashes that description (robot_hrl.robots.articulation)."""
+    joints: tuple[str, ...] | None = None
+    """The articulation's joints in its order (``kind == "articulation"``)."""
+    default_joint_positions: tuple[float, ...] | None = None
+    """Their default positions (rad or m), in the same order."""
+    source: str | None = None
+    """Where the description comes from (e.g. the Isaac Lab task id and the robot's USD file)."""
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> "RobotRef":
+        if self.kind not in (None, "articulation"):
+            raise ValueError(f"robot kind {self.kind!r} is unknown; known: None (a registered robot), 'articulation'")
+        if self.kind == "articulation":
+            if not self.joints or self.default_joint_positions is None or len(self.joints) != len(self.default_joint_positions):
+                raise ValueError("an articulation robot needs its joints and one default position per joint")
+        return self
 
 
 class Conventions(BaseModel):
@@ -122,7 +181,8 @@ class PolicyContract(BaseModel):
     control_rate_hz: float = Field(gt=0)
     observations: tuple[ObservationTerm, ...]
     action: ActionSpec
-    subgoal_radius_m: float = Field(gt=0)
+    subgoal_radius_m: float | None = Field(default=None, gt=0)
+    """The reach of one subgoal (skills that take subgoals); None: the policy takes none (e.g. an Isaac Lab task)."""
     conventions: Conventions = Conventions()
 
     @property
@@ -135,7 +195,9 @@ class PolicyContract(BaseModel):
 
     # ---- serialization --------------------------------------------------------------------
     def to_json(self) -> str:
-        return self.model_dump_json()
+        """The JSON the model carries. Unset optional fields (None) are left out, so a contract that uses none of
+        them serializes as before they existed (the shipped models' bytes)."""
+        return self.model_dump_json(exclude_none=True)
 
     @classmethod
     def from_json(cls, text: str | bytes | None) -> "PolicyContract":

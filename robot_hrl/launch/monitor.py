@@ -2,8 +2,9 @@
 
 :class:`RunMonitor` is fed decoded messages (the launcher's own node subscribes to the graph)
 and keeps the figures of the result: goals reached, the flown path, shield interventions by
-unit, and safety violations judged independently of the shield, from the ground truth the sim
-publishes (collisions) and from ``/odom`` against the world (outside the fence, inside a box).
+unit, and safety violations judged independently of the shield: with a simulator, from the ground truth it
+publishes on ``/diagnostics`` (collisions, the true position leaving the fence or entering a box: a rogue
+``/odom`` cannot hide or fake one, issue #16); without one (a real robot), from ``/odom`` against the world.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class RunMonitor:
     path_period_s: float = 0.05
     _outside: bool = False
     _inside_box: str | None = None
+    _ground_truth: bool = False
+    """A simulator's ground truth has been seen: violations are judged from it, /odom is not trusted for them."""
+    _truth_counts: dict[str, int] = field(default_factory=dict)
 
     # ---- feeding -----------------------------------------------------------------------------
     def count(self, topic: str) -> None:
@@ -64,8 +68,8 @@ class RunMonitor:
                 self.first_stamp_s = t
             if not self.path or t - self.path[-1][0] >= self.path_period_s:
                 self.path.append((t, *p))
-            if not all(math.isfinite(v) for v in p):
-                return
+            if not all(math.isfinite(v) for v in p) or self._ground_truth:
+                return  # with a simulator, violations come from its ground truth (on_diagnostic), never from /odom
             outside = not self.world.bounds.contains(p)
             if outside and not self._outside:
                 self.violations.append(Violation(t, "geofence", f"position {np.round(p, 3).tolist()} outside the fence"))
@@ -109,6 +113,17 @@ class RunMonitor:
             elif name.endswith("deadline"):
                 self.deadline = dict(values)
             elif name.startswith("sim_node"):
+                if "true_position" in values:
+                    self._ground_truth = True
+                for key, kind, what in (("truth_fence_exits", "geofence", "true position outside the fence"),
+                                        ("truth_box_entries", "obstacle", "true position inside " + values.get("truth_last_box", "a box"))):
+                    try:
+                        k = int(float(values.get(key, "0")))
+                    except ValueError:
+                        k = 0
+                    while self._truth_counts.get(key, 0) < k:
+                        self._truth_counts[key] = self._truth_counts.get(key, 0) + 1
+                        self.violations.append(Violation(t, kind, f"{what} ({values.get('true_position', '?')}, ground truth)"))
                 try:
                     n = int(float(values.get("collisions", "0")))
                 except ValueError:

@@ -138,6 +138,25 @@ class OdometryDecoder:
         return state
 
     @staticmethod
+    def frames(data: bytes) -> tuple[str, str]:
+        """(``header.frame_id``, ``child_frame_id``) of the sample (the odometry unit judges them); raises
+        as the generic deserializer does on a sample off the fast path."""
+        if len(data) >= 4 and data[:2] == _CDR_LE:
+            body = memoryview(data)[4:]
+            try:
+                _, _, frame_len = _STAMP_AND_LEN.unpack_from(body, 0)
+                o = (12 + frame_len + 3) & ~3
+                (child_len,) = _U32.unpack_from(body, o)
+                if frame_len >= 1 and child_len >= 1 and o + 4 + child_len <= len(body):
+                    frame = bytes(body[12:12 + frame_len - 1]).decode("utf-8", "replace")
+                    child = bytes(body[o + 4:o + 4 + child_len - 1]).decode("utf-8", "replace")
+                    return frame, child
+            except struct.error:
+                pass
+        msg = Odometry.deserialize(data)
+        return msg.header.frame_id, msg.child_frame_id
+
+    @staticmethod
     def fast(data: bytes) -> RobotState | None:
         """The state, or None when the sample is off the fast path."""
         if len(data) < 4 or data[:2] != _CDR_LE:

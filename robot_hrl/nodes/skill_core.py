@@ -83,6 +83,10 @@ class SkillCore:
         """Subgoals the subgoal unit changed (clamped, or replaced when non-finite)."""
         self.land_requested = False
         self.odom_errors = 0
+        """Odometry samples refused (malformed, or by the shield's odometry unit)."""
+        unit = getattr(shield, "unit", None)
+        self._odometry = unit("odometry") if callable(unit) else None
+        """The shield's odometry unit (robot_hrl.safety.units.odometry), None when its YAML lists none."""
         self.last_odom_error = ""
         self.interventions: dict[str, int] = {}
         self.last_mode = "idle"
@@ -99,15 +103,27 @@ class SkillCore:
         self._tick_active: set = set()
 
     # ---- inputs -------------------------------------------------------------------------------
-    def on_state(self, state, now: float) -> None:
+    def on_state(self, state, now: float, frame_id: str | None = None, child_frame_id: str | None = None) -> bool:
+        """A state sample; the shield's odometry unit (where its YAML lists one) judges it first. Returns
+        whether it was taken (a refused sample is counted there and here; the previous state grows older)."""
         with self._lock:
+            unit = self._odometry
+            if unit is not None:
+                refusal = unit.judge(state, now, frame_id, child_frame_id)
+                if refusal is not None:
+                    if refusal:  # '' : an exact repeat of the latest sample, not news
+                        self.odom_errors += 1
+                        self.last_odom_error = refusal
+                    return False
             self.state = state
             self.state_received_s = now
+            return True
 
-    def on_bad_odometry(self, error: str) -> None:
+    def on_bad_odometry(self, error: str, now: float | None = None) -> None:
         with self._lock:
             self.odom_errors += 1
-            self.last_odom_error = error
+            unit = self._odometry
+            self.last_odom_error = error if unit is None else unit.refuse_malformed(0.0 if now is None else now, error)
 
     def on_subgoal(self, position, now: float) -> list:
         """Pass a requested subgoal through the shield's subgoal unit; returns its interventions."""

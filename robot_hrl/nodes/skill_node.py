@@ -56,11 +56,15 @@ __all__ = [
 class SkillNode(RealtimeLoop):
     """I/O wiring of :class:`SkillCore`: subscriptions, publishers, the real-time loop (:class:`RealtimeLoop`)."""
 
+    GRAPH_CHECK_S = 2.0
+    """How often the publishers of the command topic and /odom are counted (robot_hrl.nodes.graph_watch)."""
+    _graph_status: tuple = (0, "not checked yet", {})
+
     def __init__(self, node, policy=None, shield=None):
         self.node = node
         p = {name: node.declare_parameter(name, default) for name, default in (
             ("robot", DEFAULT_ROBOT), ("world", "models/worlds/demo.yaml"), ("model", "models/crazyflie_goto.onnx"),
-            ("provider", "auto"), ("control_rate_hz", 0.0), ("shield_config", ""), ("reached_radius_m", 0.15),
+            ("provider", "auto"), ("require_sha256", False), ("control_rate_hz", 0.0), ("shield_config", ""), ("reached_radius_m", 0.15),
             ("reached_speed_mps", 0.3), ("blocked_after_s", 3.0), ("status_rate_hz", 10.0),
             ("diagnostics_rate_hz", 2.0), ("use_sim_time", False), ("realtime_priority", 0),
             ("spin_margin_us", round(LoopTiming.spin_margin_s * 1e6, 3)), ("gc_after_tick", LoopTiming.gc_after_tick),
@@ -90,7 +94,7 @@ class SkillNode(RealtimeLoop):
 
             rate = float(p["control_rate_hz"]) or None
             policy = OnnxPolicy(resolve_resource(p["model"], "model file"), robot, provider=str(p["provider"]),
-                                control_rate_hz=rate)
+                                control_rate_hz=rate, require_sha256=bool(p["require_sha256"]))
         self.policy = policy
         self.rate_hz = float(p["control_rate_hz"]) or float(policy.contract.control_rate_hz)
         self.period_s = 1.0 / self.rate_hz
@@ -102,6 +106,11 @@ class SkillNode(RealtimeLoop):
                                       policy.contract.subgoal_radius_m, action=policy.contract.action)
         self.shield = shield
         self.robot = robot
+        shield_rate = getattr(getattr(shield, "config", None), "control_rate_hz", None)
+        if shield_rate is not None and abs(float(shield_rate) - self.rate_hz) > 1e-9:
+            raise ConfigError(f"skill_node: the model runs at {self.rate_hz:g} Hz, the robot's shield is designed for "
+                              f"{float(shield_rate):g} Hz (its control_rate_hz: the stopping model and limits assume "
+                              "that period); use a model trained at that rate, or a shield_config for this one")
         self.channel = CommandChannel.of(robot, policy.contract.action.mode)
         """The robot's command topic and the message of the contract's action mode."""
         self.core = SkillCore(policy, shield, self.world,
@@ -116,7 +125,14 @@ class SkillNode(RealtimeLoop):
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         # Raw CDR in: the decoder reads only what the state needs (see OdometryDecoder).
         self._decode_odom = OdometryDecoder()
-        node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS, raw=True)
+        odom_sub = node.create_subscription(Odometry, "/odom", self._on_odom, SENSOR_QOS, raw=True)
+        from robot_hrl.nodes.graph_watch import GraphWatch
+
+        self.graph = GraphWatch(node)
+        """Second writers: another publisher of our command topic, a second /odom source (on /diagnostics)."""
+        self.graph.watch_topic(self.channel.topic, 1, "command writer (the motors would take its commands too)")
+        self.graph.watch_subscription("/odom", odom_sub, 1, "odometry source")
+        self._next_graph_s = 0.0
         # INPUT_QOS: ROS 2's default profile, so `ros2 topic pub` with its defaults reaches the node
         node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, INPUT_QOS)
         node.create_subscription(Bool, "/estop", self._on_estop, INPUT_QOS)
@@ -138,10 +154,11 @@ class SkillNode(RealtimeLoop):
     def _on_odom(self, data: bytes) -> None:
         try:
             state = self._decode_odom(data)
+            frame_id, child_frame_id = self._decode_odom.frames(data)
         except Exception as exc:  # noqa: BLE001 - a bad estimate is counted, and goes stale
-            self.core.on_bad_odometry(str(exc))
+            self.core.on_bad_odometry(str(exc), self.node.now())
             return
-        self.core.on_state(state, self.node.now())
+        self.core.on_state(state, self.node.now(), frame_id, child_frame_id)
 
     def _on_subgoal(self, msg: PoseStamped) -> None:
         interventions = self.core.on_subgoal(position_of(msg), self.node.now())
@@ -219,6 +236,11 @@ class SkillNode(RealtimeLoop):
             values[f"interventions.{unit}"] = n
         statuses.append(diag_status("skill_node: interventions", level, f"mode {mode}"
                                     + (f" ({core.last_reason})" if core.last_reason else ""), values))
+        if now >= self._next_graph_s:  # the discovery data, every GRAPH_CHECK_S (not every diagnostics period)
+            self._next_graph_s = now + self.GRAPH_CHECK_S
+            self._graph_status = self.graph.diagnostic()
+        g_level, g_message, g_values = self._graph_status
+        statuses.append(diag_status("skill_node: graph", g_level, g_message, g_values))
         stats = {**self.deadline.stats(), "gc_collections_after_tick": self.loop_gc.collections}
         d_level = OK if stats["misses"] == 0 else WARN
         statuses.append(diag_status("skill_node: deadline", d_level,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import onnxruntime as ort
@@ -26,6 +26,7 @@ import onnxruntime as ort
 from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract, compute_observation, normalized_to_command
 from robot_hrl.errors import ContractError, ModelLoadError, ObservationError
 from robot_hrl.robots import Robot, default_robot, get_robot
+from robot_hrl.robots.articulation import ARTICULATION_KIND, ArticulationRobot
 from robot_hrl.runtime.integrity import verify_sha256_sidecar
 from robot_hrl.runtime.metadata import decode_provenance
 from robot_hrl.runtime.providers import SHORT_NAMES, ProviderUnavailableError, log_plan, plan_providers
@@ -80,7 +81,8 @@ class OnnxPolicy:
         provider: ``"auto"`` (TensorRT, then CUDA, then CPU), ``"tensorrt"``, ``"cuda"`` or ``"cpu"``.
             A named provider that is unavailable is an error; ``auto`` falls back and logs a line.
         control_rate_hz: the rate the node will tick at; ``None`` accepts the contract's rate.
-        verify_sha256: check ``<path>.sha256`` when it exists (a mismatch is refused).
+        verify_sha256: check ``<path>.sha256`` when it exists (a mismatch is refused); a missing one is a loud warning.
+        require_sha256: refuse a model without its ``<path>.sha256`` (the launch's parameters turn it on).
         trt_cache_dir: TensorRT engine and timing cache directory (created if missing).
         trt_fp16: let TensorRT build an FP16 engine.
     """
@@ -92,25 +94,33 @@ class OnnxPolicy:
         provider: str = "auto",
         control_rate_hz: float | None = None,
         verify_sha256: bool = True,
+        require_sha256: bool = False,
         trt_cache_dir: str | Path | None = None,
         trt_fp16: bool = False,
     ) -> None:
         self.path = Path(path)
-        if robot is None:
-            robot = default_robot()
-        elif isinstance(robot, str):
+        if isinstance(robot, str):
             try:
                 robot = get_robot(robot)
             except KeyError as exc:
                 raise ContractError(str(exc.args[0])) from None
-        self.robot: Robot = robot
         plan = plan_providers(provider, trt_cache_dir=trt_cache_dir, trt_fp16=trt_fp16)
         if not self.path.is_file():
             raise ModelLoadError(
                 f"model file {self.path} does not exist; check the path (the shipped model is "
                 "models/crazyflie_goto.onnx) or export one with `python deploy/export.py <run-dir> --out <model>.onnx`"
             )
-        self.sha256: str | None = verify_sha256_sidecar(self.path) if verify_sha256 else None
+        self.sha256: str | None = verify_sha256_sidecar(self.path) if verify_sha256 or require_sha256 else None
+        if self.sha256 is None and (verify_sha256 or require_sha256):
+            sidecar = self.path.name + ".sha256"
+            if require_sha256:
+                raise ModelLoadError(
+                    f"model {self.path} has no checksum file {sidecar} and require_sha256 is on: its integrity cannot "
+                    f"be checked. Copy the sidecar with the model, or write it from a trusted copy "
+                    f"(`sha256sum {self.path.name} > {sidecar}`), or re-export (deploy/export.py writes both)")
+            LOG.warning("MODEL INTEGRITY NOT CHECKED: %s has no checksum file %s; a modified or corrupted model would "
+                        "load unnoticed. Copy the sidecar with the model (deploy/export.py writes it); the launch's "
+                        "require_sha256 refuses such a model", self.path, sidecar)
 
         self._session = _open_session(self.path, plan.providers, session_options())
         in_use = self._session.get_providers()[0]
@@ -130,6 +140,9 @@ class OnnxPolicy:
         self.metadata: dict[str, str] = dict(self._session.get_modelmeta().custom_metadata_map)
         """Every metadata entry of the model (contract, provenance)."""
         self.contract: PolicyContract = PolicyContract.from_json(self.metadata.get(CONTRACT_METADATA_KEY))
+        if robot is None:  # the robot the contract describes (an Isaac Lab articulation), else the stack's default
+            robot = ArticulationRobot.from_contract(self.contract) if self.contract.robot.kind == ARTICULATION_KIND else default_robot()
+        self.robot: Robot = robot
         self._check_graph_and_contract(control_rate_hz)
 
         # ---- the hot path: pre-bound single-sample buffers -------------------------------------
@@ -150,6 +163,9 @@ class OnnxPolicy:
         self._inputs: dict[str, np.ndarray] = {"last_action": self._last_action}
         self.last_observation: np.ndarray | None = None
         """The observation of the latest :meth:`step` (for logging and diagnostics)."""
+        self.raw_terms: bool = isinstance(self.robot, ArticulationRobot)
+        """The deployment computes the observation terms and passes their raw values (:meth:`act_terms`)."""
+        self._history: dict[str, list[np.ndarray]] = {}
 
     # ---- loading checks ---------------------------------------------------------------------
     def _check_graph_and_contract(self, control_rate_hz: float | None) -> None:
@@ -177,6 +193,9 @@ class OnnxPolicy:
             observation_size=in_shape[1],
             action_size=out_shape[1],
         )
+        from robot_hrl.contract.plausibility import plausibility_problems
+
+        problems.extend(plausibility_problems(contract, self.robot))
         known = self.robot.observation_terms()
         unknown = [t.name for t in contract.observations if t.name not in known]
         if unknown:
@@ -247,8 +266,67 @@ class OnnxPolicy:
         out = self._session.run([self._out_name], {self._in_name: batch})[0]
         return out.reshape(shape[:-1] + (self.action_size,))
 
+    def observe_terms(self, values: Mapping[str, Any]) -> np.ndarray:
+        """The contract's observation from the raw value of each term (one control tick; a term with history
+        remembers this value): each clipped to the term's range, then scaled, then stacked with its history
+        (oldest first; the first tick after :meth:`reset` fills it), in the contract's order. For a contract whose
+        terms the deployment computes (an Isaac Lab task's: ``joint_pos_rel``, ...); an :class:`ObservationError`
+        names a missing, unknown, mis-sized or non-finite term."""
+        names = [t.name for t in self._terms]
+        missing = [n for n in names if n not in values]
+        unknown = sorted(str(k) for k in values if k not in names)
+        if missing or unknown:
+            raise ObservationError(
+                f"this model observes the terms {names} (in that order); missing: {missing}, not in its contract: {unknown}. "
+                "Pass one raw value per contract term"
+            )
+        parts, frames = [], {}
+        for term in self._terms:
+            value = np.asarray(values[term.name], dtype=np.float64)
+            if value.shape != (term.frame_size,):
+                joints = f" (joints {list(term.joints)})" if term.joints else ""
+                raise ObservationError(
+                    f"observation term {term.name!r} has shape {value.shape}; the contract says ({term.frame_size},){joints}"
+                    + (f", {term.history_length} of which make its {term.size} values with history" if term.history_length else "")
+                )
+            if not np.all(np.isfinite(value)):
+                raise ObservationError(f"observation term {term.name!r} is not finite ({value}); the command is withheld")
+            value = np.clip(value, term.clip[0], term.clip[1])
+            if term.scale is not None:
+                value = value * np.asarray(term.scale, dtype=np.float64)
+            frames[term.name] = value
+        for term in self._terms:  # every term checked before any history moves
+            value = frames[term.name]
+            if term.history_length:
+                past = self._history.get(term.name)
+                past = [value] * term.history_length if past is None else past[1:] + [value]
+                self._history[term.name] = past
+                value = np.concatenate(past)
+            parts.append(value)
+        obs = np.concatenate(parts).astype(np.float32)
+        if not math.isfinite(obs.sum(dtype=np.float64)):
+            raise ObservationError("the observation is not finite after scaling (a term's scale overflows float32); the command is withheld")
+        return obs
+
+    def act_terms(self, values: Mapping[str, Any]) -> np.ndarray:
+        """One control tick from raw term values (:meth:`observe_terms`): the normalized action (n_actions,);
+        map it with :meth:`to_command`."""
+        obs = self.observe_terms(values)
+        self.last_observation = obs
+        self._obs1[0] = obs
+        self._session.run_with_iobinding(self._binding)
+        action = self._act1[0].copy()
+        if math.isfinite(action.sum(dtype=np.float64)):
+            self._last_action[:] = action
+        return action
+
     def observe(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
         """The contract's observation for ``state`` and ``subgoal_w`` (world ENU, m) and the stored last action."""
+        if self.raw_terms:
+            raise ObservationError(
+                f"this model's observation terms {[t.name for t in self._terms]} are computed by its deployment, not from "
+                "a RobotState and a subgoal: pass their raw values to OnnxPolicy.act_terms"
+            )
         inputs = self._inputs
         total = 0.0
         for name in _STATE_FIELDS:
@@ -304,3 +382,4 @@ class OnnxPolicy:
         """Forget the previous action (start of an episode, after a takeover by the backup controller)."""
         self._last_action[:] = 0.0
         self.last_observation = None
+        self._history.clear()

@@ -13,12 +13,14 @@ The model a family builds meets this protocol (besides the stopping model's):
 * ``neutral_command()``: the command the actuators are assumed to produce at start (hover, standstill);
 * ``blind_command()``: the command without any state (a quadrotor: level thrust below hover);
 * ``off_command()``: motors off;
-* ``estimate_gain``, ``reckoning_gain``: the first-order lag gains per tick of the actuator estimate
-  (the slowest actuator designed for) and of the dead reckoning (the nominal actuator).
+* ``estimate_gain``: the first-order lag gain per tick of the actuator estimate (the slowest actuator
+  designed for).
 
 The backup: ``reset()``, ``command(p, v, r, w, target, land=False) -> command``,
-``landed(tick, floor_z) -> bool``. The dead reckoning: ``reset(p, v, q, w, actuators)``,
-``step(command)``, ``p, v, q, w``, ``valid``.
+``landed(tick, floor_z) -> bool``, and the stop without a position, ``blind(tick, since_s, floor_z)
+-> command or None`` (None: done, motors off; see :mod:`robot_hrl.safety.blind`). The dead
+reckoning: ``reset(p, v, q, w, history)`` (``history``: the outputs sent before that state, oldest
+first, for the actuators' state), ``step(command)``, ``p, v, q, w``, ``valid``.
 """
 
 from __future__ import annotations

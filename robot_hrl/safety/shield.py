@@ -46,14 +46,13 @@ MODES = ("policy", "backup_hold", "backup_land", "motors_off")
 _NO_INTERVENTIONS: tuple = ()
 
 
-def _unrolled_lags(size: int, k_est: float, k_lag: float):
-    """``lags(est, lag, out)``: both first-order lags of the output, ``x += (out - x) * k`` per term, unrolled
-    for ``size`` terms with the gains as constants (as dataclasses writes its methods: this runs every tick)."""
-    lines = [f"    est[{i}] += (out[{i}] - est[{i}]) * {k_est!r}\n    lag[{i}] += (out[{i}] - lag[{i}]) * {k_lag!r}\n"
-             for i in range(size)]
+def _unrolled_lag(size: int, k_est: float):
+    """``lag(est, out)``: the first-order lag of the output, ``x += (out - x) * k`` per term, unrolled for
+    ``size`` terms with the gain as a constant (as dataclasses writes its methods: this runs every tick)."""
+    lines = [f"    est[{i}] += (out[{i}] - est[{i}]) * {k_est!r}\n" for i in range(size)]
     namespace: dict = {}
-    exec("def lags(est, lag, out):\n" + "".join(lines), namespace)  # noqa: S102 - generated from floats only
-    return namespace["lags"]
+    exec("def lag(est, out):\n" + "".join(lines), namespace)  # noqa: S102 - generated from floats only
+    return namespace["lag"]
 
 
 @dataclass(slots=True)
@@ -126,7 +125,16 @@ class Shield:
     LOG_SIZE = 10000
     """Interventions kept in :attr:`log` (oldest dropped); counters count them all."""
     MAX_REPLAY_TICKS = 100
-    """Outputs kept for dead reckoning since the latest measured state (1 s at 100 Hz; the watchdog lands long before)."""
+    """Outputs replayed by the dead reckoning since the latest measured state (1 s at 100 Hz; the state is
+    stale after ``watchdog.state_timeout_s``, long before)."""
+    WARMUP_TICKS = 40
+    """Outputs before the latest measured state the dead reckoning's actuators are settled on (0.4 s at
+    100 Hz: several motor time constants)."""
+
+    BLIND_SETTLE_S = 1.0
+    """A landing on a dead-reckoned state: once the estimate touches down, the collective thrust ramps to zero
+    over this long, then the motors go off. The estimate knows neither the ground effect (which holds the robot
+    a few centimetres up at the thrust of a steady descent) nor the ground; the ramp lets it sink, slowly."""
 
     def __init__(self, config: ShieldConfig, robot, world, subgoal_radius_m: float, hardware_id: str | None = None,
                  *, action: ActionSpec | None = None):
@@ -160,10 +168,12 @@ class Shield:
         self.subgoal = self._by_name["subgoal"]
         self.backup = family.build_backup(self.model, config)
         self.predictor = family.build_predictor(self.model)
+        if hasattr(self.predictor, "floor_z"):
+            self.predictor.floor_z = float(world.bounds.min[2])
         self.log: deque[Intervention] = deque(maxlen=self.LOG_SIZE)
         self._tick = Tick()
         self._tick.dt = self.model.dt
-        self._lags = _unrolled_lags(self.action.size, self.model.estimate_gain, self.model.reckoning_gain)
+        self._lag = _unrolled_lag(self.action.size, self.model.estimate_gain)
         self._recover_s = config.backup.recover_s
         self._hold_inset = config.backup.hold_inset_m
         self._land_timeout = config.backup.land_timeout_s
@@ -224,6 +234,10 @@ class Shield:
         self._landed = False
         self._hold_target: list[float] | None = None
         self._land_xy: list[float] | None = None
+        self._blind_deadline: float | None = None
+        self._settle_since: float | None = None
+        """When a landing on a dead-reckoned state touched down in the estimate (its thrust ramp's start)."""
+        """When a landing without a position (dead reckoning) ends in motors off at the latest."""
         self._safe_since: float | None = None
         neutral = self.model.neutral_command()
         self._prev = list(neutral)
@@ -231,12 +245,16 @@ class Shield:
         """What the actuators produce now: first-order lag of the outputs with the slowest actuator designed for."""
         self._last_state = None
         self._last_stamp: float | None = None
-        self._sent_since_state: list = []
-        """Every output since the latest measured state arrived: dead reckoning replays them, so the
-        prediction starts where the robot is now, not where it was when the odometry went quiet."""
-        self._lag = list(neutral)
-        """What the actuators produce, first-order lag of the outputs with the robot model's time constant."""
-        self._lag_at_state = list(self._lag)
+        self._outputs: deque = deque(maxlen=self.WARMUP_TICKS + self.MAX_REPLAY_TICKS)
+        """The latest outputs, oldest first: the dead reckoning settles its actuators on those before the
+        latest measured state and replays those since, so the prediction starts where the robot is now,
+        not where it was when the odometry went quiet."""
+        self._sent = 0
+        """Outputs sent so far."""
+        self._sent_at_state = 0
+        """Outputs sent when the latest measured state arrived."""
+        self._lost_since: float | None = None
+        """When the state went stale (the no-position stop's clock), None while it is fresh."""
         self.predictor.valid = False
 
     # ---- subgoals -------------------------------------------------------------------------
@@ -327,16 +345,20 @@ class Shield:
             self._last_state = (p, v, q, w)
             if self._state_stamp != self._last_stamp:  # a new measurement (not the same one, growing older)
                 self._last_stamp = self._state_stamp
-                self._sent_since_state.clear()
-                self._lag_at_state = list(self._lag)
+                self._sent_at_state = self._sent
             self.predictor.valid = False
+            self._lost_since = None
         elif self._last_state is not None:
             pr = self.predictor
             if not pr.valid:
                 lp, lv, lq, lw = self._last_state
-                pr.reset(lp, lv, lq, lw, self._lag_at_state)
-                for sent in self._sent_since_state:  # the commands sent since that measurement
+                outputs = list(self._outputs)
+                since = min(self._sent - self._sent_at_state, len(outputs))
+                split = len(outputs) - since
+                pr.reset(lp, lv, lq, lw, outputs[max(0, split - self.WARMUP_TICKS):split])
+                for sent in outputs[split:]:  # the commands sent since that measurement
                     pr.step(sent)
+                self._lost_since = now
             t.has_state, t.predicted = True, True
             t.p, t.v, t.w = pr.p, pr.v, pr.w
             t.r = rotation_from_quat(*pr.q)
@@ -357,11 +379,11 @@ class Shield:
     def _after(self, t: Tick, out: list[float], mode: str) -> None:
         """Bookkeeping: the actuator estimates, the dead reckoning's replay, the counters."""
         self._prev = out
-        self._lags(self._est, self._lag, out)
+        self._lag(self._est, out)
         if t.predicted:
             self.predictor.step(out)
-        elif len(self._sent_since_state) < self.MAX_REPLAY_TICKS:
-            self._sent_since_state.append(tuple(out))
+        self._outputs.append(out)
+        self._sent += 1
         self.ticks += 1
         self.mode_ticks[mode] += 1
         self.mode = mode
@@ -381,9 +403,23 @@ class Shield:
             self._landing = True
             self._land_since = now
             self._land_xy = None
+            self._blind_deadline = None
+            self._settle_since = None
             self._set_reason(t.land_unit, t.land_constraint)
         if self._landing:
-            if (t.has_state and self.backup.landed(t, self._floor)) or now - self._land_since >= self._land_timeout:
+            if not t.predicted:
+                self._blind_deadline = None  # measured again: the normal landing and its timeout
+            elif self._blind_deadline is None:
+                self._blind_deadline = now + self._blind_descent_s(t)
+            deadline = self._land_timeout if self._blind_deadline is None else self._blind_deadline - self._land_since
+            if t.predicted:
+                if self._settle_since is None and self.backup.landed(t, self._floor):
+                    self._settle_since = now
+                touched = self._settle_since is not None and now - self._settle_since >= self.BLIND_SETTLE_S
+            else:
+                self._settle_since = None
+                touched = t.has_state and self.backup.landed(t, self._floor)
+            if touched or now - self._land_since >= deadline:
                 self._landed = True
                 return "motors_off"
             return "backup_land"
@@ -407,6 +443,14 @@ class Shield:
         if self.mode == "motors_off":  # released estop or reset faults: back to the policy
             return "policy"
         return "backup_hold"
+
+    def _blind_descent_s(self, t: Tick) -> float:
+        """The longest a descent without a position may take: from the dead-reckoned height at the landing
+        speed, half as long again, plus a second; then the motors go off whatever the estimate says."""
+        speed = getattr(self.backup, "land_speed", None)
+        if not speed:
+            return self.watchdog.state_hold_s
+        return 1.5 * max(0.0, t.p[2] - self._floor) / speed + self.BLIND_SETTLE_S + 1.0
 
     def safe_position(self, p) -> list[float]:
         """``p`` brought inside the fence and altitude band (``backup.hold_inset_m`` further in, room
@@ -441,6 +485,46 @@ class Shield:
                         z = face
         return [x, y, z]
 
+    BLIND_CLEARANCE_M = 0.25
+    """A landing on a dead-reckoned state keeps this much more off an obstacle's stop zone where it can: room for
+    what the estimate drifts over a whole stop without a position (sim/fault_drill.py, benchmarks/README.md)."""
+
+    def landing_spot(self, xy, extra_m: float = 0.0) -> list[float]:
+        """Where a landing goes down: ``xy`` when no obstacle's stop zone (its box grown by the collision radius
+        and the stop distance) lies within ``backup.hold_inset_m + extra_m`` of it, else the nearest such point
+        inside the fence (``backup.hold_inset_m`` in), searched on rings around ``xy`` (0.05 m apart, 16
+        directions); where none is clear with ``extra_m``, the nearest clear without it. The descent starts
+        within ``LAND_ALIGN_M`` of the spot, so the robot's sphere keeps clear of the box all the way down.
+        Never on top of or against a box (issue #16)."""
+        o, g = self.unit("obstacles"), self.unit("geofence")
+        boxes = () if o is None else o.stop_boxes
+        inset = self._hold_inset
+        x_lo, x_hi = (g.x_lo + inset, g.x_hi - inset) if g is not None else (-math.inf, math.inf)
+        y_lo, y_hi = (g.y_lo + inset, g.y_hi - inset) if g is not None else (-math.inf, math.inf)
+        x0, y0 = float(xy[0]), float(xy[1])
+
+        def clear(x: float, y: float, d: float) -> bool:
+            return not any(b[0] - d < x < b[3] + d and b[1] - d < y < b[4] + d for b in boxes)
+
+        for d in ((inset + extra_m, inset) if extra_m > 0 else (inset,)):
+            if clear(x0, y0, d):
+                return [x0, y0]
+            for ring in range(1, 121):
+                r = 0.05 * ring
+                best = None
+                for k in range(16):
+                    a = k * math.pi / 8.0
+                    x, y = x0 + r * math.cos(a), y0 + r * math.sin(a)
+                    if x_lo <= x <= x_hi and y_lo <= y <= y_hi and clear(x, y, d):
+                        best = [x, y]
+                        break
+                if best is not None:
+                    return best
+        return [x0, y0]
+
+    LAND_ALIGN_M = 0.05
+    """A landing descends once within this horizontal distance of its spot (it corrects first beyond it)."""
+
     def _backup_command(self, t: Tick, mode: str, now: float) -> list[float]:
         if self.mode == "policy" or self.mode == "motors_off":
             self.backup.reset()
@@ -448,19 +532,18 @@ class Shield:
             return self.model.off_command()
         if not t.has_state:  # nothing to control with
             return self.model.blind_command()
+        if t.predicted and mode != "backup_land":  # no position to hold: brake on the dead-reckoned velocity
+            return self.backup.command(t.p, t.v, t.r, t.w, t.p)
         if mode == "backup_land":
             if self._land_xy is None:
                 sp = self.safe_position(t.p)
-                xy = [sp[0], sp[1]]
-                # not above a box: move clear of its footprint first
-                o = self.unit("obstacles")
-                for box in () if o is None else o.stop_boxes:
-                    if box[0] < xy[0] < box[3] and box[1] < xy[1] < box[4]:
-                        xy = self.safe_position([xy[0], xy[1], (box[2] + box[5]) / 2])[:2]
-                self._land_xy = xy
+                self._land_xy = self.landing_spot([sp[0], sp[1]], self.BLIND_CLEARANCE_M if t.predicted else 0.0)
             target = (self._land_xy[0], self._land_xy[1], t.p[2])
             off = math.hypot(t.p[0] - target[0], t.p[1] - target[1])
-            return self.backup.command(t.p, t.v, t.r, t.w, target, land=off < 0.1)
+            out = self.backup.command(t.p, t.v, t.r, t.w, target, land=off < self.LAND_ALIGN_M)
+            if self._settle_since is not None:  # touched down in the estimate: the thrust ramps to zero
+                out[0] *= max(0.0, 1.0 - (now - self._settle_since) / self.BLIND_SETTLE_S)
+            return out
         if self._hold_target is None:
             self._hold_target = self.safe_position(t.p)
         return self.backup.command(t.p, t.v, t.r, t.w, self._hold_target)

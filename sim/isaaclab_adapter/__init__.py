@@ -9,7 +9,9 @@ kitless on Newton physics (MuJoCo-Warp), on the CPU or CUDA. The parts:
 - ``success``: per-episode success where the task defines one;
 - ``evaluator``: ``evaluate_isaaclab``: return, length, time-outs and success of any task;
 - ``training``: what ``sim/train.py`` does differently for these tasks;
-- ``assets``: local stand-ins for the Nucleus USD assets (``ISAACSIM_ASSET_ROOT``).
+- ``assets``: local stand-ins for the Nucleus USD assets (``ISAACSIM_ASSET_ROOT``);
+- ``contract``: ``contract_from_env``: the policy contract of any task, generated from the env (``env.contract``);
+- ``crazyflie``: ``Isaac-Crazyflie-Goto-Direct``, this project's ``crazyflie-goto`` on Isaac Lab's physics.
 
 Only ``availability`` is imported here; the others import Isaac Lab and need its Python.
 """

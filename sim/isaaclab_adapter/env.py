@@ -31,7 +31,7 @@ from sim.isaaclab_adapter.availability import require_isaaclab
 _LIVE: dict[str, Any] = {"env": None}
 """The open Isaac Lab env of this process, if any (one simulation context per process)."""
 
-TASK_MODULES: tuple[str, ...] = ()
+TASK_MODULES: tuple[str, ...] = ("sim.isaaclab_adapter.crazyflie",)
 """Modules that register this project's own Isaac Lab task ids with gymnasium (``gym.register``), imported
 before a task id is looked up; Isaac Lab's own tasks register when ``isaaclab_tasks`` is imported."""
 
@@ -78,16 +78,30 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _merged(base: dict, update: dict) -> dict:
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def _set_numbers(cfg, overrides: dict) -> dict:
     """Set the numeric leaves whose field holds a number of the other type (Isaac Lab's ``from_dict`` refuses
-    3.0 for a field declared as 5, e.g. the manager-based Cartpole's ``episode_length_s``); return the rest."""
+    3.0 for a field declared as 5, e.g. the manager-based Cartpole's ``episode_length_s``) and the leaves whose
+    field is None (``from_dict`` refuses any type there); return the rest."""
     rest = {}
     for key, value in overrides.items():
         current = getattr(cfg, key, None) if hasattr(cfg, key) else None
-        if isinstance(value, dict) and current is not None and not isinstance(current, dict):
+        if isinstance(value, dict) and isinstance(current, dict):
+            # a plain dict field (e.g. the Crazyflie task's ``goto``): merged (from_dict wants each key to exist)
+            setattr(cfg, key, _merged(current, value))
+        elif isinstance(value, dict) and current is not None:
             rest[key] = _set_numbers(current, value)
         elif _is_number(value) and _is_number(current):
             setattr(cfg, key, value)
+        elif current is None and hasattr(cfg, key) and not isinstance(value, dict):
+            # from_dict also refuses any value for a field that is None (an optional term cfg's clip or scale)
+            setattr(cfg, key, tuple(value) if isinstance(value, list) else value)
         else:
             rest[key] = value
     return rest
@@ -139,6 +153,13 @@ def _wrapper_class():
             if self.success is not None and not self._task_reports_episode_end:
                 extras["episode_end"] = {"success": self.success.read()}
             return obs, rewards, dones, extras
+
+        @property
+        def contract(self):
+            """The task's policy contract, generated from this env (``sim/isaaclab_adapter/contract.py``)."""
+            from sim.isaaclab_adapter.contract import contract_from_env
+
+            return contract_from_env(self)
 
         def close(self):
             if self.closed:

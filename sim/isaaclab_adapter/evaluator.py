@@ -11,7 +11,8 @@ trainer that evaluates on its training env continues from fresh episodes.
 
 Reported: ``num_episodes``, ``mean_return``, ``median_return``, ``std_return``,
 ``mean_episode_length_steps``, ``mean_episode_length_s``, ``time_out_rate``, ``stopped_early``;
-with a per-episode success also ``success_rate`` and ``success_source``; when the task logs
+with a per-episode success also ``success_rate`` and ``success_source``; for every floating-point
+entry ``k`` of the task's own ``extras["episode_end"]``, ``mean_k`` over the episodes; when the task logs
 ``extras["log"]["Metrics/success_rate"]`` (a mean over the envs reset in a step) also
 ``logged_success_rate``: that figure weighted by the resets, over every episode that ended during
 the evaluation (``logged_success_episodes``), quota or not.
@@ -90,6 +91,9 @@ def evaluate_isaaclab(
                 collected["return"].append(episode_return[idx].cpu())
                 collected["length"].append(episode_length[idx].cpu())
                 collected["time_out"].append(env.unwrapped.reset_time_outs[idx].bool().cpu())
+                for key, value in (extras.get("episode_end") or {}).items():  # the task's own per-episode figures
+                    if torch.is_tensor(value) and value.is_floating_point() and value.shape[:1] == done.shape:
+                        collected.setdefault(f"mean_{key}", []).append(value[idx].double().cpu())
                 if has_success:
                     success = extras["episode_end"]["success"][idx].bool().cpu()
                     collected["success"].append(success)
@@ -129,6 +133,8 @@ def evaluate_isaaclab(
     if has_success:
         result["success_rate"] = int(data["success"].count_nonzero()) / m
         result["success_source"] = env.success.name
+    for key in sorted(k for k in data if k.startswith("mean_") and data[k].numel() == m):
+        result[key] = float(data[key].mean())  # e.g. the Crazyflie task's mean_final_position_error_m
     if logged_episodes:
         result["logged_success_rate"] = logged_sum / logged_episodes
         result["logged_success_episodes"] = logged_episodes

@@ -50,6 +50,9 @@ def _is_survival_term(func) -> bool:
 
 def success_source(unwrapped, task: str) -> SuccessSource | None:
     """The per-environment success of ``unwrapped`` (an Isaac Lab env), or None if it defines none."""
+    own = getattr(unwrapped, "episode_end", None)
+    if isinstance(own, dict):  # the task writes extras["episode_end"]["success"] itself (this project's tasks)
+        return SuccessSource("the task's episode_end['success']", lambda: unwrapped.episode_end["success"].bool().clone())
     terminations = getattr(unwrapped, "termination_manager", None)
     if terminations is not None and "success" in terminations.active_terms:
         return SuccessSource("termination term 'success'", lambda: terminations.get_term("success").bool().clone())

@@ -3,7 +3,10 @@
 Topics (relative to the node's namespace):
 
 - in  ``/cmd_wrench`` geometry_msgs/WrenchStamped, frame ``base_link``: ``force.z`` collective
-  thrust (N), ``torque`` body torques (N m). Applied through the firmware mixer and motor lag.
+  thrust (N), ``torque`` body torques (N m). Applied through the firmware mixer and motor lag. In
+  lockstep only a command stamped with the current period's time is applied (and steps the physics);
+  others are counted (``foreign_commands``). A second publisher on it, or a second ``/odom`` source,
+  is reported on ``/diagnostics`` (robot_hrl.nodes.graph_watch).
 - out ``/odom`` nav_msgs/Odometry (best effort; pose in ``odom``, twist in ``base_link``).
 - out ``/clock`` rosgraph_msgs/Clock: the simulation time, when ``use_sim_time`` is set.
 - out ``/camera/image_raw`` sensor_msgs/Image (rgb8), when ``camera`` is set, at ``camera_rate_hz``.
@@ -27,7 +30,7 @@ import time
 import numpy as np
 
 from robot_hrl.errors import ConfigError
-from robot_hrl.msgs import Clock, Odometry, WrenchStamped, odometry_from_state, time_from_seconds
+from robot_hrl.msgs import Clock, Odometry, WrenchStamped, odometry_from_state, seconds_from_time, time_from_seconds
 from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, run_main
 from robot_hrl.nodes.resources import resolve_resource
 from robot_hrl.robots import get_robot
@@ -91,7 +94,25 @@ class SimNode:
 
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.image_pub = node.create_publisher(Image, "/camera/image_raw", SENSOR_QOS) if p["camera"] else None
-        self.node.create_subscription(WrenchStamped, "/cmd_wrench", self._on_wrench, COMMAND_QOS)
+        cmd_sub = self.node.create_subscription(WrenchStamped, "/cmd_wrench", self._on_wrench, COMMAND_QOS)
+        from robot_hrl.nodes.graph_watch import GraphWatch
+
+        self.graph = GraphWatch(node)
+        """Second writers: another /cmd_wrench publisher, another /odom source (on /diagnostics)."""
+        self.graph.watch_subscription("/cmd_wrench", cmd_sub, 1, "motor command writer")
+        self.graph.watch_topic("/odom", 1, "odometry source")
+        self._lockstep = self.use_sim_time and bool(p["lockstep"])
+        self._period_t = 0.0
+        """The sim time of the period whose command the lockstep waits for."""
+        self.fence_exits = 0
+        """Times the true position left the world's bounds (ground truth, each exit once)."""
+        self.box_entries = 0
+        """Times the true position entered an obstacle or landmark box."""
+        self.last_box_entry = ""
+        self._truth_outside = False
+        self._truth_box = None
+        self.foreign_commands = 0
+        """Commands not stamped for the current period in lockstep: not applied (a second writer, or a late one)."""
         from robot_hrl.msgs import String
 
         self.node.create_subscription(String, "/sim/inject_fault", self._on_fault, COMMAND_QOS)
@@ -103,10 +124,16 @@ class SimNode:
     # ---- inputs -------------------------------------------------------------------------------
     def _on_wrench(self, msg: WrenchStamped) -> None:
         w = np.array([msg.wrench.force.z, msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
+        finite = bool(np.all(np.isfinite(w)))
         with self._lock:
-            if not np.all(np.isfinite(w)):
+            if not finite:
                 self.bad_commands += 1  # a non-finite command is dropped: the last good one stays
-            else:
+            if self._lockstep and abs(seconds_from_time(msg.header.stamp) - self._period_t) > 1e-6:
+                # in lockstep the skill node stamps its command with the period's /clock time: anything else is not
+                # the command of this period (another writer, or a late one); it neither steps nor drives the robot
+                self.foreign_commands += 1
+                return
+            if finite:
                 self._wrench = w
             self._commands += 1
         self._new_command.set()
@@ -159,8 +186,9 @@ class SimNode:
         level = ERROR if self.collisions else OK
         message = (f"{len(self.collisions)} collision(s), last with {self.collisions[-1]['with']} at "
                    f"t={self.collisions[-1]['t']:.2f} s") if self.collisions else "running"
-        if self.bad_commands:
+        if self.bad_commands or self.foreign_commands:
             level = max(level, WARN)
+        g_level, g_message, g_values = self.graph.diagnostic()
         values = {"sim_time_s": t, "steps": self.steps, "collisions": len(self.collisions),
                   "real_time_factor": (t / wall) if wall > 0 else 0.0, "non_finite_commands": self.bad_commands,
                   "odom": "stopped (fault injection)" if self._odom_dropped(t) else "ok",
@@ -169,8 +197,15 @@ class SimNode:
         if self.collisions:
             values["last_collision_with"] = self.collisions[-1]["with"]
             values["last_collision_position"] = self.collisions[-1]["position"]
-        self.diag_pub.publish(diag_array(self.stamp(t), [diag_status("sim_node: physics", level, message, values,
-                                                         hardware_id="pybullet")]))
+        values["foreign_commands"] = self.foreign_commands
+        values["truth_fence_exits"] = self.fence_exits
+        values["truth_box_entries"] = self.box_entries
+        if self.last_box_entry:
+            values["truth_last_box"] = self.last_box_entry
+        self.diag_pub.publish(diag_array(self.stamp(t), [diag_status("sim_node: graph", g_level, g_message, g_values,
+                                                                     hardware_id="pybullet"),
+                                                         diag_status("sim_node: physics", level, message, values,
+                                                                     hardware_id="pybullet")]))
 
     # ---- the loop -----------------------------------------------------------------------------
     def step(self) -> None:
@@ -186,6 +221,17 @@ class SimNode:
                                     "position": [round(float(v), 3) for v in self.sim.state().position_w]})
             self.node.get_logger().error(f"collision with {what} at t={self.sim_time():.2f} s")
         self._in_collision = bool(hit)
+        # the ground truth's own envelope events (the launcher's monitor judges violations from these, not from /odom)
+        p = [float(v) for v in self.sim.state().position_w]
+        outside = not self.world.bounds.contains(p)
+        if outside and not self._truth_outside:
+            self.fence_exits += 1
+        self._truth_outside = outside
+        box = next((getattr(b, "name", None) or b.id for b in self.world.solid_boxes() if b.contains(p)), None)
+        if box is not None and box != self._truth_box:
+            self.box_entries += 1
+            self.last_box_entry = box
+        self._truth_box = box
 
     def run(self, stop: threading.Event) -> None:
         """Step the world; a second thread spins the node (callbacks). Both end when ``stop`` is set
@@ -221,6 +267,7 @@ class SimNode:
             with self._lock:
                 seen = self._commands
                 self._new_command.clear()
+                self._period_t = self.sim_time()
             self.publish_state()
             if lockstep:
                 deadline = time.monotonic() + timeout

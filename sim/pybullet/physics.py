@@ -6,10 +6,8 @@ All numbers come from a :class:`robot_hrl.robots.QuadrotorParams`; nothing here 
   (``robot_hrl/robots/<robot>/actuators.py``, run on Python floats): the wrench command through the
   firmware mixer and cap to rotor speed commands (the nominal robot), the motor lag, the rotor
   thrusts and drag torque (the true airframe). The torch and C steps run the same functions.
-- Ground effect (gym-pybullet-drones, after Shi et al., "Neural Lander", 2019): each rotor's
-  thrust is multiplied by ``1 + c_ge * (r_prop / (4 h))^2``, h the hub height above the ground,
-  clipped at the height where the gain reaches GROUND_EFFECT_MAX_GAIN; applied only while
-  |roll| and |pitch| are below 90 degrees (rotors facing the ground, R_wb[2, 2] > 0).
+- Ground effect: ``robot_hrl/robots/quadrotor/ground_effect.py`` (its one home; the shield's dead
+  reckoning predicts with it too), per rotor.
 - Linear drag: ``F_b = -diag(c) v_b`` in the body frame (airspeed = ground speed, no wind).
 """
 
@@ -18,12 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from robot_hrl.robots.actuator_chain import MATH, chain_of
+from robot_hrl.robots.quadrotor.ground_effect import GROUND_EFFECT_MAX_GAIN, ground_effect_height_clip_m  # noqa: F401
+from robot_hrl.robots.quadrotor.ground_effect import ground_effect_gain as _gain
 from robot_hrl.robots.quadrotor import QuadrotorParams
-
-GROUND_EFFECT_MAX_GAIN = 4.0 / 15.0
-"""Largest relative thrust gain from ground effect. gym-pybullet-drones clips the prop height at
-GND_EFF_H_CLIP = 0.25 r sqrt(15 rpm_max^2 k_f c_ge / max_thrust) with max_thrust = 4 k_f rpm_max^2,
-where c_ge (r / 4h)^2 equals 4/15."""
 
 
 def rpm_command_from_wrench(robot: QuadrotorParams, wrench: np.ndarray) -> np.ndarray:
@@ -37,24 +32,11 @@ def rpm_command_from_wrench(robot: QuadrotorParams, wrench: np.ndarray) -> np.nd
     return np.asarray(chain.command(w, state, nominal, k, MATH), dtype=np.float64)
 
 
-def ground_effect_height_clip_m(robot: QuadrotorParams) -> float:
-    """Hub height below which the ground-effect gain stops growing."""
-    if robot.ground_effect_coefficient <= 0.0 or robot.propeller_radius_m <= 0.0:
-        return 0.0
-    return robot.propeller_radius_m / 4.0 * np.sqrt(robot.ground_effect_coefficient / GROUND_EFFECT_MAX_GAIN)
-
-
 def ground_effect_gain(robot: QuadrotorParams, hub_heights_m: np.ndarray, body_z_up_component: float) -> np.ndarray:
-    """Per-rotor thrust multiplier (>= 1) from the ground effect.
-
-    ``body_z_up_component`` is R_wb[2, 2] = cos(roll) cos(pitch); gym-pybullet-drones applies the
-    effect while |roll| < 90 deg and |pitch| < 90 deg, which is exactly R_wb[2, 2] > 0.
-    """
-    h = np.asarray(hub_heights_m, dtype=np.float64)
-    if robot.ground_effect_coefficient <= 0.0 or robot.propeller_radius_m <= 0.0 or body_z_up_component <= 0.0:
-        return np.ones_like(h)
-    h = np.maximum(h, ground_effect_height_clip_m(robot))
-    return 1.0 + robot.ground_effect_coefficient * (robot.propeller_radius_m / (4.0 * h)) ** 2
+    """Per-rotor thrust multiplier (>= 1) from the ground effect: ``robot_hrl.robots.quadrotor.ground_effect`` (the
+    shield's dead reckoning predicts with the same function) for each hub height."""
+    clip = ground_effect_height_clip_m(robot)
+    return np.array([_gain(robot, float(h), float(body_z_up_component), clip) for h in np.asarray(hub_heights_m, dtype=np.float64).ravel()])
 
 
 def linear_drag_force_b(coefficients: np.ndarray, velocity_b: np.ndarray) -> np.ndarray:

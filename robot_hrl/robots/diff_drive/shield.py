@@ -82,6 +82,10 @@ class DiffDriveModel:
         self.reaction_time = s.reaction_time_s
         self.brake = s.brake_decel_mps2
         self.estimate_gain = self.reckoning_gain = self.dt / (s.velocity_time_constant_s + self.dt)
+        self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake
+        """How long the stop takes from the speed limit (the stale-state hold)."""
+        self.max_acceleration_mps2 = 2.0 * max(lim.max_accel_mps2, s.brake_decel_mps2)
+        """An acceleration the drive cannot exceed (twice the commanded limit and the stop's; odometry jumps)."""
 
     def neutral_command(self) -> list[float]:
         return [0.0, 0.0]
@@ -239,12 +243,19 @@ class UnicyclePredictor:
         self.velocity = [0.0, 0.0]
         self.valid = False
 
-    def reset(self, p, v, q, w, actuators) -> None:
+    def reset(self, p, v, q, w, history) -> None:
+        """From the measured state and the outputs sent before it (oldest first): their lag is the velocity."""
         self.p = [float(c) for c in p]
         self.v = [float(c) for c in v]
         self.q = [float(c) for c in q]
         self.w = [float(c) for c in w]
-        self.velocity = [float(actuators[0]), float(actuators[1])]
+        history = list(history)
+        vel = [float(history[0][0]), float(history[0][1])] if history else [0.0, 0.0]
+        k = self.m.reckoning_gain
+        for command in history[1:]:
+            vel[0] += (command[0] - vel[0]) * k
+            vel[1] += (command[1] - vel[1]) * k
+        self.velocity = vel
         self.valid = True
 
     def step(self, command) -> None:

@@ -1,7 +1,10 @@
 """Watchdog: stale state, stale subgoal, a missed inference deadline, a non-finite policy output.
 
-* ``stale_state``: no state, a non-finite one, or one older than ``watchdog.state_timeout_s``.
-  The backup holds on a dead-reckoned state, and lands after ``watchdog.hold_s``.
+* ``stale_state``: no state, a non-finite one, or one older than ``watchdog.state_timeout_s`` (or
+  stamped more than that ahead of the clock: a negative age is not "fresh").
+  The backup stops without a position (robot_hrl.safety.shield: it brakes on the dead-reckoned
+  velocity), and after ``watchdog.hold_s`` or the robot model's braking time, whichever is shorter,
+  descends (a timed descent, motors off on the ground; docs/safety.md "Loss of state").
 * ``stale_subgoal``: no subgoal, a non-finite one, or one older than ``watchdog.subgoal_timeout_s``.
   The backup holds the current position, and lands after ``watchdog.hold_s``.
 * ``inference_deadline``: the policy took longer than ``watchdog.inference_deadline_s``; its
@@ -38,15 +41,18 @@ class WatchdogUnit(ShieldUnit):
 
     @classmethod
     def build(cls, ctx: ShieldContext) -> "WatchdogUnit":
-        return cls(ctx.config)
+        return cls(ctx.config, getattr(ctx.model, "blind_brake_s", None))
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, blind_brake_s: float | None = None):
         super().__init__()
         w = cfg.watchdog
         self.state_timeout = w.state_timeout_s
         self.subgoal_timeout = w.subgoal_timeout_s
         self.deadline = w.inference_deadline_s
         self.hold_s = w.hold_s
+        self.state_hold_s = w.hold_s if blind_brake_s is None else min(w.hold_s, float(blind_brake_s))
+        """How long a stale state is held (braking without a position) before the blind descent: at most
+        ``hold_s``, and no longer than the robot model's braking time (``blind_brake_s``)."""
         self.state_stale_since: float | None = None
         self.subgoal_stale_since: float | None = None
         self.state_age_s: float = float("inf")
@@ -63,10 +69,10 @@ class WatchdogUnit(ShieldUnit):
         subgoal_ok, subgoal_age = tick.subgoal_ok, tick.subgoal_age
         inference_s, output_finite = tick.inference_s, tick.output_finite
         self.state_age_s = state_age
-        if not state_ok or state_age > self.state_timeout:
+        if not state_ok or not -self.state_timeout <= state_age <= self.state_timeout:  # a future stamp is not fresh
             if self.state_stale_since is None:
                 self.state_stale_since = now
-            if now - self.state_stale_since >= self.hold_s:
+            if now - self.state_stale_since >= self.state_hold_s:
                 tick.request_land(self, "stale_state")
             else:
                 tick.request_hold(self, "stale_state")
@@ -91,7 +97,8 @@ class WatchdogUnit(ShieldUnit):
     def status(self) -> tuple[int, str]:
         c = self.active_constraint
         if self.state_stale_since is not None and c is not None:
-            return STALE, f"state is stale (age {self.state_age_s:.3f} s > {self.state_timeout} s); holding on dead reckoning, then landing"
+            return STALE, (f"state is stale (age {self.state_age_s:.3f} s, limit {self.state_timeout} s); braking without a "
+                           "position, then a timed descent")
         if self.subgoal_stale_since is not None and c is not None:
             return ERROR, f"subgoal is stale (> {self.subgoal_timeout} s); holding, then landing"
         if c is not None:

@@ -6,8 +6,8 @@
   altitude and obstacle units use, and the shield-model protocol (robot_hrl.safety.families).
 * :meth:`DynamicsModel.stopping_distance`: how far the robot travels toward a wall before it
   stands still, if the current command acts for the reaction time and the backup then brakes.
-* :class:`StatePredictor`: dead reckoning of the state from the commanded wrench, used by the
-  backup controller while the odometry is stale.
+* :class:`StatePredictor`: dead reckoning of the state from the commanded wrench through the
+  robot's actuator chain (:mod:`.rotors`), used while the odometry is stale.
 
 The stopping model along one direction n (speed v = v.n, acceleration a = a.n):
 
@@ -30,6 +30,7 @@ import math
 
 from robot_hrl.contract.action_modes import ActionMap
 from robot_hrl.errors import ConfigError
+from robot_hrl.robots.quadrotor.ground_effect import ground_effect_gain, ground_effect_height_clip_m
 from robot_hrl.robots.quadrotor.params import STANDARD_GRAVITY_MPS2, QuadrotorParams
 from robot_hrl.safety.frames import rotation_from_quat  # noqa: F401  (the quadrotor code's name for it)
 
@@ -78,14 +79,14 @@ class DynamicsModel:
         self.high = action.high
         self.half_span = action.half_span
         self.max_total_thrust = robot.max_total_thrust_n
+        self.max_acceleration_mps2 = self.max_total_thrust / self.mass + self.g
+        """The largest acceleration the robot can reach: full thrust pointing down, with gravity (odometry jumps)."""
         self.collision_radius_m = robot.collision_radius_m
         self.max_speed_mps = cfg.limits.max_speed_mps
         """The speed limit (limits.max_speed_mps): the obstacles' slowdown zone scales it."""
         self.speed_horizon_s = cfg.limits.speed_horizon_s
         self.estimate_gain = self.dt / (self.design_motor_tau + self.dt)
         """Per-tick gain of the thrust and torque estimate: a lag of the outputs with the design (slowest) motor."""
-        self.reckoning_gain = self.dt / (self.motor_tau + self.dt)
-        """Per-tick gain of the dead reckoning's motor lag (the robot model's time constant)."""
         self.reaction_time = cfg.stopping.reaction_time_s
         self.vertical_reaction_time = cfg.stopping.vertical_reaction_time_s
         self.tilt_lag = self.design_motor_tau + self.dt + self.latency
@@ -104,6 +105,8 @@ class DynamicsModel:
         self.brake_up = frac * (weak * backup_max_thrust * math.cos(tilt) / self.mass - self.g)
         # stopping a climb: thrust down to the backup's minimum
         self.brake_down = frac * (self.g - backup_min_thrust / self.mass)
+        self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake_horizontal
+        """How long the backup takes to stop the fastest motion the limits allow (the stale-state hold)."""
         if self.brake_up <= 0.0:
             raise ConfigError(
                 f"the backup cannot stop a descent: max thrust {backup_max_thrust:.3f} N at {cfg.backup.max_tilt_deg} deg "
@@ -215,36 +218,65 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
 
 
 class StatePredictor:
-    """Dead reckoning: integrates the rigid body under the commanded wrench (motor lag included).
+    """Dead reckoning: the rigid body integrated under the rotors' wrench (rotor speeds lagged).
 
-    Holds position, velocity, quaternion (w, x, y, z), body rate and the lagged thrust and
-    torques, all floats. ``reset`` from a measured state, ``step`` by one control period.
+    Holds position, velocity, quaternion (w, x, y, z), body rate and the rotor speeds, all floats.
+    ``reset`` from a measured state and the outputs sent before it (they give the rotor speeds,
+    :meth:`RotorModel.settle`), ``step`` by one control period under a command (``substeps`` of the
+    rotor lag and the rigid body, as the PyBullet robot is stepped).
     """
 
+    SUBSTEPS = 5
+    """Physics steps per control period (the PyBullet robot: ``physics_hz`` 500 under ``control_hz`` 100)."""
+
     def __init__(self, model: DynamicsModel):
+        from robot_hrl.robots.quadrotor.shield.rotors import RotorModel
+
         self.m = model
+        self.rotors = RotorModel(model.robot, model.dt, self.SUBSTEPS)
+        """The robot's actuator chain on floats (robot_hrl/robots/<robot>/actuators.py, nominal airframe)."""
         self.p = [0.0, 0.0, 0.0]
         self.v = [0.0, 0.0, 0.0]
         self.q = [1.0, 0.0, 0.0, 0.0]
         self.w = [0.0, 0.0, 0.0]
-        self.wrench = [model.weight, 0.0, 0.0, 0.0]
+        self.chain_state = self.rotors.initial_state()
+        """The actuator chain's state (rotor speeds, ...)."""
+        self.floor_z = 0.0
+        """Height of the ground under the robot (the ground effect's reference), m; the shield sets the world's floor."""
+        robot = model.robot
+        self._hubs = tuple((float(x), float(y), float(z)) for x, y, z in robot.rotor_positions_m)
+        self._ge_clip = ground_effect_height_clip_m(robot)
+        self.wrench = self.rotors.wrench(self.chain_state)
         self.valid = False
 
-    def reset(self, p, v, q, w, wrench) -> None:
+    def reset(self, p, v, q, w, history) -> None:
+        """From the measured state and the outputs sent before it (oldest first: they settle the chain's state)."""
         self.p = [float(p[0]), float(p[1]), float(p[2])]
         self.v = [float(v[0]), float(v[1]), float(v[2])]
         self.q = [float(q[0]), float(q[1]), float(q[2]), float(q[3])]
         self.w = [float(w[0]), float(w[1]), float(w[2])]
-        self.wrench = list(wrench)
+        self.chain_state = self.rotors.settle(history)
+        self.wrench = self.rotors.wrench(self.chain_state)
         self.valid = True
 
     def step(self, command) -> None:
+        """One control period under ``command``: the chain's command, then each physics step the motors and the body."""
+        rotors = self.rotors
+        cmd = rotors.command(command, self.chain_state)
+        h = rotors.substep_s
+        robot, clip = self.m.robot, self._ge_clip
+        for _ in range(rotors.substeps):
+            # the ground effect per rotor at its hub's height (robots/quadrotor/ground_effect.py, as PyBullet applies it)
+            qw, qx, qy, qz = self.q
+            r20, r21, r22 = 2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy)
+            z0 = self.p[2] - self.floor_z
+            gains = [ground_effect_gain(robot, z0 + r20 * x + r21 * y + r22 * z, r22, clip) for x, y, z in self._hubs]
+            self.chain_state, self.wrench = rotors.substep(self.chain_state, cmd, gains)
+            self._integrate(h)
+
+    def _integrate(self, dt: float) -> None:
         m = self.m
-        dt = m.dt
-        k = dt / (m.motor_tau + dt)
         wr = self.wrench
-        for i in range(4):
-            wr[i] += (command[i] - wr[i]) * k
         qw, qx, qy, qz = self.q
         # body z axis in the world (third column of R)
         zx = 2 * (qx * qz + qw * qy)

@@ -1,0 +1,55 @@
+"""Loss of state in flight, judged from PyBullet's ground truth (sim/fault_drill.py): the demo mission
+flown by the planner's and the skill's cores on the PyBullet robot, odometry lost / future-stamped /
+teleporting from a seeded random moment of the mission (mid-leg too). Every flight must end with the
+motors off on the floor within a bounded time of the fault, with no fence, ceiling, obstacle or floor-impact
+violation. A nominal flight must complete the mission (the drill's judge is not blind)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pybullet")
+
+from sim.fault_drill import DEMO_TASK, MissionRig  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("fault_drill")
+
+
+@pytest.fixture(scope="module")
+def rig():
+    return MissionRig()
+
+
+@pytest.fixture(scope="module")
+def nominal(rig):
+    return rig.fly(DEMO_TASK, None, None, 0)
+
+
+def test_the_nominal_mission_flies_to_the_end_without_a_violation(nominal):
+    assert nominal.ok, nominal.violations
+    assert nominal.planner_state == "done" and nominal.skill_states[-1] == "landed"
+    assert nominal.odometry_refusals == {}
+
+
+def _bound_s(rig) -> float:
+    """The longest a stop without a position may take: stale, the hold, a descent from the altitude band's top
+    at the landing speed (half as long again), the thrust ramp, a second of margin (robot_hrl/safety/shield.py)."""
+    from robot_hrl.safety import Shield
+
+    s = Shield.from_yaml(None, rig.robot, rig.world, 1.0)
+    top = s.altitude.z_hi
+    return (s.watchdog.state_timeout + s.watchdog.state_hold_s + 1.5 * top / s.config.backup.land_speed_mps
+            + s.BLIND_SETTLE_S + 1.0)
+
+
+@pytest.mark.parametrize("fault,draw", [("odom_lost", 0), ("odom_lost", 1), ("odom_lost", 2), ("future_stamp", 0),
+                                        ("teleport", 0)])
+def test_a_fault_at_a_random_moment_ends_on_the_floor_without_a_violation(rig, nominal, fault, draw):
+    rng = np.random.default_rng(1000 + 17 * draw + len(fault))
+    at = float(rng.uniform(1.0, nominal.duration_s - 0.5))
+    f = rig.fly(DEMO_TASK, fault, at, seed=int(rng.integers(1 << 16)))
+    assert f.ok, (fault, at, f.violations, f.final_position_w)
+    assert f.motors_off_s is not None and f.motors_off_s - at <= _bound_s(rig), (fault, at, f.motors_off_s)
+    if fault != "odom_lost":
+        assert f.odometry_refusals, "the hostile samples were refused by name"
