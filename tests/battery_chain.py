@@ -1,4 +1,4 @@
-"""A variant of the Crazyflie actuator chain with a battery, written as the next chain change would be.
+"""A variant of the Crazyflie actuator chain with a second (toy) battery, written as the next chain change would be.
 
 One edit of a chain module, nothing else: a state row (the battery voltage, sagging under the motors'
 current), a randomized parameter (the battery's internal resistance) and chain steps (the firmware
@@ -6,9 +6,10 @@ scales the thrust command up as the voltage drops; a motor cannot spin faster th
 allows). tests/test_chain_extension.py registers it for the Crazyflie and runs the torch step, the C
 step and PyBullet on it with no change to any of them.
 
-Its numbers are test values chosen to be plausible for a 1S LiPo and brushed motors, not a battery
-model: the real chain (force -> PWM with battery compensation, PWM cap, THRUST_MIN dead zone) belongs
-in robot_hrl/robots/crazyflie_2x/actuators.py with its sources.
+Its numbers are test values, not a battery model (the real chain, with the firmware's battery
+compensation and a sagging battery, is robot_hrl/robots/crazyflie_2x/actuators.py): the point is the
+mechanism. Its row is ``pack_voltage_v`` (the real chain's is ``battery_voltage_v``); it drives the
+motors with rotor-speed commands as the chain did before the firmware's PWM.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ NAME = "test_crazyflie_2x_with_battery"
 
 
 class BatteryConstants(NamedTuple):
-    """The Crazyflie chain's constants and the battery's (test values)."""
+    """The Crazyflie chain's constants and the toy battery's (test values)."""
 
     inverse_allocation: tuple
     max_rotor_thrust_n: float
@@ -34,6 +35,8 @@ class BatteryConstants(NamedTuple):
     rotor_y_m: tuple
     spin: tuple
     motor_time_constant_s: float
+    nominal_open_circuit_v: float
+    nominal_resistance_ohm: float
     open_circuit_v: float
     internal_resistance_ohm: float
     current_per_thrust_a_per_n: float
@@ -45,7 +48,7 @@ def constants(robot) -> BatteryConstants:
                             current_per_thrust_a_per_n=15.0, battery_time_constant_s=0.02)
 
 
-STATE = cf.STATE + (ChainField("battery_voltage_v", 1, "battery terminal voltage, V", critic_scale=lambda k: k.open_circuit_v),)
+STATE = cf.STATE + (ChainField("pack_voltage_v", 1, "the toy battery's terminal voltage, V", critic_scale=lambda k: k.open_circuit_v),)
 PARAMETERS = cf.PARAMETERS + (
     ChainParameter("internal_resistance_scale", "the battery's internal resistance over the nominal one", nominal=lambda k: 1.0,
                    range_key="torque_coefficient_scale_range", critic_offset=1.0),
@@ -61,13 +64,13 @@ def derive(parameters: Mapping[str, Column], k: BatteryConstants, physics_dt_s: 
 
 def command(wrench: tuple, state: Mapping[str, Column], derived: Mapping[str, Column], k: BatteryConstants, xp: ArrayNamespace) -> tuple:
     """The Crazyflie's mixer and cap, the thrust commands scaled up for a low battery (capped), then speeds."""
-    compensation = k.open_circuit_v / state["battery_voltage_v"]
-    thrusts = tuple(xp.minimum(t * compensation, k.max_rotor_thrust_n) for t in cf.mixed_rotor_thrusts(wrench, k, xp))
+    compensation = k.open_circuit_v / state["pack_voltage_v"]
+    thrusts = tuple(xp.minimum(t * compensation, k.max_rotor_thrust_n) for t in cf.mix(wrench, k, xp))
     return cf.rotor_speed_command(thrusts, k, xp)
 
 
 def substep(state: Mapping[str, Column], command: tuple, derived: Mapping[str, Column], k: BatteryConstants, xp: ArrayNamespace) -> Substep:
-    voltage = state["battery_voltage_v"]
+    voltage = state["pack_voltage_v"]
     top_speed = k.rpm_max * voltage / k.open_circuit_v
     reachable = tuple(xp.minimum(c, top_speed) for c in command)
     speeds = cf.motor_lag(state["rotor_speed_rpm"], reachable, derived["motor_alpha"], k, xp)
@@ -75,12 +78,13 @@ def substep(state: Mapping[str, Column], command: tuple, derived: Mapping[str, C
     total, tau_x, tau_y, tau_z = cf.rotor_wrench(thrusts, derived["torque_coefficient"], k)
     sagged = k.open_circuit_v - derived["internal_resistance_ohm"] * (k.current_per_thrust_a_per_n * total)
     voltage = voltage + derived["battery_alpha"] * (sagged - voltage)
-    return Substep({"rotor_speed_rpm": speeds, "battery_voltage_v": voltage}, thrusts, total, (tau_x, tau_y, tau_z))
+    return Substep({"rotor_speed_rpm": speeds, "battery_voltage_v": state["battery_voltage_v"], "pack_voltage_v": voltage},
+                   thrusts, total, (tau_x, tau_y, tau_z))
 
 
 def initial_state(weight_n: Column, derived: Mapping[str, Column], k: BatteryConstants, xp: ArrayNamespace) -> dict:
-    return {**cf.initial_state(weight_n, derived, k, xp), "battery_voltage_v": k.open_circuit_v}
+    return {**cf.initial_state(weight_n, derived, k, xp), "pack_voltage_v": k.open_circuit_v}
 
 
 def hold_command(state: Mapping[str, Column], derived: Mapping[str, Column], k: BatteryConstants, xp: ArrayNamespace) -> tuple:
-    return cf.hold_command(state, derived, k, xp)
+    return tuple(state["rotor_speed_rpm"])

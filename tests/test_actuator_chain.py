@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -89,28 +90,37 @@ def _derived_all(params64: np.ndarray, dt: float) -> dict:
     }
 
 
+BATTERY = st.one_of(st.floats(-1.0, 5.0, width=32), st.sampled_from([float("nan"), 1.999, 2.0, 3.3, 4.2]))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(wrench=arrays(np.float64, (4, N), elements=HOSTILE))
-def test_command_agrees_on_floats_numpy_torch_and_c(c_chain, wrench):
-    """Mixer, cap and thrust -> speed map: float64 (numpy, Python floats, torch) exactly alike; float32 torch and
-    C to two ulps (torch's division by a number is a multiplication by its reciprocal); float32 and float64
-    within float32 rounding."""
+@given(wrench=arrays(np.float64, (4, N), elements=HOSTILE), battery=arrays(np.float64, (N,), elements=BATTERY))
+def test_command_agrees_on_floats_numpy_torch_and_c(c_chain, wrench, battery):
+    """Mixer, THRUST_MIN, battery compensation (the cubic's closed-form inverse) and the PWM cap: float64 (numpy,
+    Python floats) exactly alike, torch float64 to rounding; float32 torch and C to float rounding of the cube roots
+    (C's exp and log are Cephes polynomials); float32 and float64 within float32 rounding (a fraction of a count)."""
     w64 = _cols(wrench)
-    numpy = np.stack(actuators.command(w64, {}, {}, K, NUMPY))
-    floats = np.array([actuators.command(tuple(float(v) for v in wrench[:, e]), {}, {}, K, MATH) for e in range(N)]).T
-    torch64 = torch.stack(actuators.command(tuple(torch.tensor(wrench)), {}, {}, K, TORCH)).numpy()
+    numpy = np.stack(actuators.command(w64, {"battery_voltage_v": battery}, {}, K, NUMPY))
+    floats = np.array([actuators.command(tuple(float(v) for v in wrench[:, e]), {"battery_voltage_v": float(battery[e])}, {}, K, MATH)
+                       for e in range(N)]).T
+    torch64 = torch.stack(actuators.command(tuple(torch.tensor(wrench)), {"battery_voltage_v": torch.tensor(battery)}, {}, K, TORCH)).numpy()
     t32 = torch.tensor(wrench, dtype=torch.float32)
-    torch32 = torch.stack(actuators.command(tuple(t32), {}, {}, K, TORCH)).numpy()
+    b32 = torch.tensor(battery, dtype=torch.float32)
+    torch32 = torch.stack(actuators.command(tuple(t32), {"battery_voltage_v": b32}, {}, K, TORCH)).numpy()
     w32 = np.ascontiguousarray(wrench, dtype=np.float32)
-    state, derived = np.zeros((4, N), np.float32), np.zeros((3, N), np.float32)
+    state = np.zeros((5, N), np.float32)
+    state[4] = b32.numpy()
+    derived = np.zeros((6, N), np.float32)
     c = np.zeros((4, N), np.float32)
     _c(c_chain, "h_command", N, _ptr(w32), _ptr(state), _ptr(derived), _ptr(c))
-    _assert_same(floats, numpy, what="Python floats vs numpy")
-    _assert_same(torch64, numpy, rtol=4.5e-16, atol=1e-300, what="torch float64 vs numpy (division by a number: a reciprocal multiplication)")
-    _assert_same(c, torch32, rtol=2.5e-7, atol=1e-30, what="C vs torch float32")
-    assert np.all(np.isnan(numpy) | ((numpy >= K.rpm_min) & (numpy <= K.rpm_max)))
-    moderate = (np.abs(wrench) <= 10.0).all(axis=0)  # (huge ones cancel differently in float32 and float64)
-    _assert_same(torch32[:, moderate], numpy[:, moderate], rtol=1e-5, atol=1e-3 * K.rpm_max, what="float32 vs float64")
+    _assert_same(floats, numpy, rtol=1e-14, atol=1e-9, what="Python floats vs numpy")
+    _assert_same(torch64, numpy, rtol=1e-12, atol=1e-9, what="torch float64 vs numpy")
+    _assert_same(c, torch32, rtol=2e-5, atol=0.05, what="C vs torch float32")
+    assert np.all(np.isnan(numpy) | ((numpy >= 0.0) & (numpy <= actuators.PWM_FULL)))
+    assert np.all(numpy[:, battery < actuators.MIN_SUPPLY_V] == 0.0)  # below 2 V: motors off
+    # wrenches a Crazyflie can be asked for (a huge one's PWM, far beyond the cap, cancels differently in float32 and float64)
+    moderate = (np.abs(wrench) <= np.array([[2.0], [0.01], [0.01], [0.01]])).all(axis=0) & np.isfinite(battery)
+    _assert_same(torch32[:, moderate], numpy[:, moderate], rtol=1e-4, atol=1.0, what="float32 vs float64")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -119,27 +129,31 @@ def test_command_agrees_on_floats_numpy_torch_and_c(c_chain, wrench):
     command=arrays(np.float64, (4, N), elements=st.floats(-1e5, 1e5, width=32)),
     scales=arrays(np.float64, (2, N), elements=st.floats(0.25, 4.0, width=32)),
     tau=arrays(np.float64, (1, N), elements=st.floats(float(np.float32(1e-3)), 2.0, width=32)),
+    battery=arrays(np.float64, (3, N), elements=st.floats(0.0, 5.0, width=32)),
 )
-def test_substep_agrees_on_floats_numpy_torch_and_c(c_chain, speeds, command, scales, tau):
-    """The motor lag (exact discretization) and the rotors' thrust and wrench, on every namespace; the C step's
-    exp is a Cephes polynomial, so alpha and what follows agree with torch to float rounding."""
-    params = np.concatenate((scales, tau))
+def test_substep_agrees_on_floats_numpy_torch_and_c(c_chain, speeds, command, scales, tau, battery):
+    """The motor voltage and the fit, the motor lag (exact discretization), the rotors' thrust and wrench and the
+    battery's sag, on every namespace; the C step's exp is a Cephes polynomial, so alpha and what follows agree
+    with torch to float rounding."""
+    battery_v, open_circuit = battery[0], battery[1]
+    resistance = battery[2] * 0.02
+    params = np.concatenate((scales, tau, open_circuit[None], resistance[None]))
     for dt in (0.001, 0.002, 0.01):  # alpha is the exact first-order lag over dt: 1 - exp(-dt / tau), in (0, 1]
         alpha = actuators.derive(dict(zip([p.name for p in actuators.PARAMETERS], params)), K, dt, NUMPY)["motor_alpha"]
         assert np.all((alpha > 0) & (alpha <= 1)) and np.allclose(alpha, -np.expm1(-dt / tau[0]), rtol=1e-12)
     dt = default_constants().step.physics_dt  # (the C harness is built for the default configuration)
     derived = _derived_all(params, dt)
-    for name in ("thrust_coefficient", "torque_coefficient"):
-        _assert_same(derived["torch64"][name].numpy(), derived["numpy"][name], what=name)
+    for name in ("thrust_coefficient", "torque_coefficient", "open_circuit_v", "resistance_ohm"):
+        _assert_same(np.asarray(derived["torch64"][name]), np.asarray(derived["numpy"][name]), what=name)
     # (torch divides -dt by tau as a reciprocal multiplication: a last-bit difference, which 1 - exp(x) amplifies)
     _assert_same(derived["torch64"]["motor_alpha"].numpy(), derived["numpy"]["motor_alpha"], rtol=1e-12, what="alpha")
 
     def run(ns, cast):
         d = derived[ns]
-        state = {"rotor_speed_rpm": tuple(cast(speeds))}
+        state = {"rotor_speed_rpm": tuple(cast(speeds)), "battery_voltage_v": cast(battery_v)}
         sub = actuators.substep(state, tuple(cast(command)), d, K, NUMPY if ns == "numpy" else TORCH)
-        out = np.stack([np.asarray(v) for v in (*sub.state["rotor_speed_rpm"], *sub.rotor_thrusts_n, sub.thrust_n, *sub.torque_b)])
-        return out
+        return np.stack([np.asarray(v) for v in (*sub.state["rotor_speed_rpm"], sub.state["battery_voltage_v"], *sub.rotor_thrusts_n,
+                                                  sub.thrust_n, *sub.torque_b)])
 
     numpy = run("numpy", lambda a: a)
     torch64 = run("torch64", lambda a: torch.tensor(a))
@@ -147,24 +161,28 @@ def test_substep_agrees_on_floats_numpy_torch_and_c(c_chain, speeds, command, sc
     _assert_same(torch64, numpy, rtol=1e-11, atol=1e-11 * float(np.nanmax(np.abs(numpy), initial=0.0)), what="torch float64 vs numpy")
     floats = []  # Python floats, one environment at a time (PyBullet's namespace)
     for e in range(N):
-        d = {k: float(v[e]) for k, v in derived["numpy"].items()}
-        sub = actuators.substep({"rotor_speed_rpm": tuple(float(v) for v in speeds[:, e])}, tuple(float(v) for v in command[:, e]),
-                                d, K, MATH)
-        floats.append([*sub.state["rotor_speed_rpm"], *sub.rotor_thrusts_n, sub.thrust_n, *sub.torque_b])
-    _assert_same(np.array(floats).T, numpy, what="Python floats vs numpy")
+        d = {k: float(np.asarray(v)[e]) if np.ndim(v) else float(v) for k, v in derived["numpy"].items()}
+        sub = actuators.substep({"rotor_speed_rpm": tuple(float(v) for v in speeds[:, e]), "battery_voltage_v": float(battery_v[e])},
+                                tuple(float(v) for v in command[:, e]), d, K, MATH)
+        floats.append([*sub.state["rotor_speed_rpm"], sub.state["battery_voltage_v"], *sub.rotor_thrusts_n, sub.thrust_n, *sub.torque_b])
+    _assert_same(np.array(floats).T, numpy, rtol=1e-13, atol=1e-13 * float(np.nanmax(np.abs(numpy), initial=0.0)), what="Python floats vs numpy")
     assert np.all(np.isnan(numpy[:4]) | ((numpy[:4] >= K.rpm_min) & (numpy[:4] <= K.rpm_max)))
     # C: derive, then substep
     p32 = np.ascontiguousarray(params, dtype=np.float32)
-    d_c = np.zeros((3, N), np.float32)
+    d_c = np.zeros((6, N), np.float32)
     _c(c_chain, "h_derive", N, _ptr(p32), _ptr(d_c))
-    torch_d = np.stack([derived["torch32"][n].numpy() for n in ("thrust_coefficient", "torque_coefficient", "motor_alpha")])
-    _assert_same(d_c[:2], torch_d[:2], what="C vs torch derive (k_f, k_tau)")
-    _assert_same(d_c[2], torch_d[2], rtol=3e-6, atol=1e-7, what="C vs torch alpha (exp)")
-    s32, c32 = np.ascontiguousarray(speeds, dtype=np.float32), np.ascontiguousarray(command, dtype=np.float32)
-    s_out, w_out = np.zeros((4, N), np.float32), np.zeros((4, N), np.float32)
+    names = list(derived["torch32"])
+    torch_d = np.stack([np.broadcast_to(np.asarray(derived["torch32"][n], dtype=np.float32), (N,)) for n in names])
+    exact = [i for i, n in enumerate(names) if n != "motor_alpha"]
+    _assert_same(d_c[exact], torch_d[exact], rtol=1e-7, what="C vs torch derive (k_f, k_tau, the battery)")
+    _assert_same(d_c[names.index("motor_alpha")], torch_d[names.index("motor_alpha")], rtol=3e-6, atol=1e-7, what="C vs torch alpha (exp)")
+    s32 = np.ascontiguousarray(np.concatenate((speeds, battery_v[None])), dtype=np.float32)
+    c32 = np.ascontiguousarray(command, dtype=np.float32)
+    s_out, w_out = np.zeros((5, N), np.float32), np.zeros((4, N), np.float32)
     _c(c_chain, "h_substep", N, _ptr(s32), _ptr(c32), _ptr(d_c), _ptr(s_out), _ptr(w_out))
     # (each group to float rounding of its own magnitude: alpha differs by ulps)
-    for got, expected, what in ((s_out, torch32[:4], "rotor speeds"), (w_out[:1], torch32[8:9], "thrust"), (w_out[1:], torch32[9:], "torques")):
+    for got, expected, what in ((s_out[:4], torch32[:4], "rotor speeds"), (s_out[4:], torch32[4:5], "battery"),
+                                (w_out[:1], torch32[9:10], "thrust"), (w_out[1:], torch32[10:], "torques")):
         scale = float(np.nanmax(np.abs(expected), initial=0.0)) + 1e-30
         _assert_same(got, expected, rtol=1e-5, atol=1e-5 * scale, what=f"C vs torch substep: {what}")
 
@@ -176,22 +194,28 @@ def test_initial_state_and_privileged_columns_agree_with_c(c_chain):
     weight = (f.mass_kg * env.params["mass_scale"][:, 0]) * f.reset.gravity
     chain_params = {n: env.params[n][:, 0] for n in f.layout.chain_params}
     derived = actuators.derive(chain_params, K, f.step.physics_dt, TORCH)
-    hover = torch.stack(actuators.initial_state(weight, derived, K, TORCH)["rotor_speed_rpm"]).numpy()
-    d_c = np.ascontiguousarray(torch.stack(list(derived.values())).numpy())
-    out = np.zeros((4, N), np.float32)
+    init = actuators.initial_state(weight, derived, K, TORCH)
+    hover = torch.stack((*init["rotor_speed_rpm"], init["battery_voltage_v"])).numpy()
+    d_c = np.ascontiguousarray(torch.stack([torch.as_tensor(v, dtype=torch.float32).expand(N) for v in derived.values()]).numpy())
+    out = np.zeros((5, N), np.float32)
     _c(c_chain, "h_initial_state", N, _ptr(np.ascontiguousarray(weight.numpy())), _ptr(d_c), _ptr(out))
     _assert_same(out, hover, rtol=1.2e-7, what="initial state")
     _assert_same(hover[0], env.rotor_rpm[:, 0].numpy(), what="the env's reset")
+    _assert_same(hover[4], env._state[env.layout.rows("battery_voltage_v")][0].numpy(), what="the env's reset: battery")
+    # the battery starts sagged under the hover load: V_oc - R (idle + per-newton current x weight)
+    expected_v = env.params["battery_open_circuit_v"][:, 0] - env.params["battery_resistance_ohm"][:, 0] * (
+        actuators.IDLE_CURRENT_A + actuators.CURRENT_PER_THRUST_A_PER_N * weight)
+    _assert_same(hover[4], expected_v.numpy(), rtol=1e-6, what="hover sag")
     # privileged columns of the env's own state and parameters (with NaN and huge values mixed in)
     params = env._params_soa.clone().numpy()
     params[0, 3], params[8, 5], params[6, 7] = np.nan, 3e38, 1e-30
-    chain_state = env.rotor_rpm.t().contiguous().numpy()
+    chain_state = env._state[env.layout.chain_state_rows].contiguous().numpy()
     latency = env._latency.float().numpy()
     c_out = np.zeros((f.layout.privileged_size, N), np.float32)
     _c(c_chain, "h_privileged", N, _ptr(np.ascontiguousarray(params)), _ptr(chain_state), _ptr(latency), ctypes.c_float(0.7), _ptr(c_out))
     tables = step_core.step_tables(f.robot)
     values = {**step_core.param_columns(f, tuple(torch.tensor(params))), "action_latency_steps": torch.tensor(latency),
-              "rotor_speed_rpm": tuple(torch.tensor(chain_state))}
+              "rotor_speed_rpm": tuple(torch.tensor(chain_state[:4])), "battery_voltage_v": torch.tensor(chain_state[4])}
     ctx = PrivilegedContext(torch.tensor(0.7), f.force_norm, f.torque_norm, f.chain)
     expected = [e.normalize(v, ctx) for e in tables.privileged for v in (values[e.source] if isinstance(values[e.source], tuple) else (values[e.source],))]
     _assert_same(c_out, torch.stack(expected).numpy(), what="privileged columns")
@@ -222,31 +246,101 @@ def test_randomization_off_draws_the_nominal_parameters():
         assert torch.all(env.params[name] == torch.tensor(value, dtype=torch.float32)), name
 
 
-def _firmware_power_distribution(wrench: np.ndarray, f_max: float) -> np.ndarray:
-    """crazyflie-firmware src/modules/src/power_distribution_quadrotor.c (commit 045c9558),
-    powerDistributionForceTorque then powerDistributionCap, written from its source: forces in N
-    (the robot model's f_max for THRUST_MAX, no PWM quantization), idle thrust 0."""
-    arm = 0.707106781 * 0.046  # 0.707106781f * ARM_LENGTH (platform_defaults_cf2.h: 0.046 m)
-    thrust, tx, ty, tz = wrench
-    roll, pitch = 0.25 / arm * tx, 0.25 / arm * ty
-    part, yaw = 0.25 * thrust, 0.25 * tz / CRAZYFLIE_2X.torque_to_thrust_m  # THRUST2TORQUE
-    forces = np.stack((part - roll - pitch - yaw, part - roll + pitch + yaw, part + roll + pitch - yaw, part + roll - pitch + yaw))
-    forces = np.maximum(forces, 0.0)
-    reduction = np.maximum(forces.max(axis=0) - f_max, 0.0)
-    return np.maximum(forces - reduction, 0.0)
+@pytest.fixture(scope="module")
+def firmware(tmp_path_factory):
+    """deploy/crazyflie/host.py's HostController: the firmware's output stage as its C stand-in builds it
+    (firmware_stubs/power_distribution_stub.c, written from crazyflie-firmware's source, bisection for the cubic)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("needs a host gcc")
+    from deploy.crazyflie.codegen import generate_project
+    from deploy.crazyflie.example_model import build_mlp_onnx
+    from deploy.crazyflie.host import HostController
+
+    tmp = tmp_path_factory.mktemp("firmware")
+    return HostController.build(generate_project(build_mlp_onnx(tmp / "m.onnx", hidden=(8,)), tmp / "cf"), tmp / "h")
 
 
-@settings(max_examples=30, deadline=None)
+FORCE_TORQUE = 1  # controlModeForceTorque
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**31 - 1))
-def test_mixer_is_the_firmware_power_distribution(seed):
+def test_the_chain_is_the_firmware_output_stage(firmware, seed):
+    """Mixer, THRUST_MIN, battery compensation and the PWM cap against HostController.motors (the firmware stand-in
+    the hand-over tests judge the motors with): the same PWM to 2 counts (its int32 and uint16 truncations and
+    float32 arithmetic), over hover, saturating and near-zero commands and the whole battery range."""
     rng = np.random.default_rng(seed)
-    f_max = CRAZYFLIE_2X.max_rotor_thrust_n
-    wrench = rng.uniform(-1, 1, size=(4, 256)) * np.array([[4 * f_max], [5e-3], [5e-3], [2e-3]]) + np.array([[2 * f_max], [0], [0], [0]])
-    wrench[:, :16] *= 3.0  # saturating commands: the cap sacrifices thrust for torque
-    got = np.stack(actuators.mixed_rotor_thrusts(_cols(wrench), K, NUMPY))
-    np.testing.assert_allclose(got, _firmware_power_distribution(wrench, f_max), atol=1e-9 * f_max)
-    capped = got.max(axis=0) >= f_max * (1 - 1e-12)
-    assert capped.any()
+    n = 64
+    wrench = np.stack((rng.uniform(0.0, 1.2, n), *rng.uniform(-6e-3, 6e-3, (2, n)), rng.uniform(-2e-3, 2e-3, n)))
+    wrench[:, :8] *= np.array([[0.05], [0.1], [0.1], [0.1]])  # near THRUST_MIN: rotors switched off
+    battery = rng.uniform(1.9, 4.3, n)
+    got = actuators.motor_pwm(CRAZYFLIE_2X, wrench.T, battery)
+    for e in range(n):
+        control = {"thrustSi": wrench[0, e], "torqueX": wrench[1, e], "torqueY": wrench[2, e], "torqueZ": wrench[3, e]}
+        pwm, _ = firmware.motors(control, FORCE_TORQUE, float(battery[e]))
+        np.testing.assert_allclose(got[e], pwm.astype(np.float64), atol=2.0, err_msg=f"wrench {wrench[:, e]} at {battery[e]:.3f} V")
+
+
+def test_the_firmware_facts_hold_in_the_chain():
+    """The chain's own statements, from the formulas: the dead zone, the compensation, the cap in PWM, the limits."""
+    k = K
+    # THRUST_MIN: a rotor asked for less is off; just above, it runs at the fit's voltage
+    off = actuators.motor_pwm(CRAZYFLIE_2X, [4 * 0.0127, 0, 0, 0], 3.8)
+    on = actuators.motor_pwm(CRAZYFLIE_2X, [4 * 0.0130, 0, 0, 0], 3.8)
+    assert (off == 0).all() and np.allclose(actuators.thrust_at_voltage(on / 65535 * 3.8), 0.0130, atol=2e-6)  # (the int32 command: 1.8e-6 N)
+    # compensation: the same force at any voltage (below the cap), and the rotor's force limit is the fit at V_b
+    for battery_v, limit_n in ((4.2, 0.2787), (4.0, 0.2412), (3.7, 0.1931), (3.4, 0.1537), (3.1, 0.1219)):
+        forces = actuators.mix_wrench_to_rotor_thrusts(CRAZYFLIE_2X, [0.4, 1e-3, 0, 0], battery_v)
+        if battery_v >= 3.4:
+            np.testing.assert_allclose(forces.sum(), 0.4, atol=8e-6)
+        assert float(actuators.max_rotor_force_n(battery_v)) == pytest.approx(limit_n, abs=1e-4)
+        saturated = actuators.mix_wrench_to_rotor_thrusts(CRAZYFLIE_2X, [2.0, 0, 0, 0], battery_v)
+        np.testing.assert_allclose(saturated, limit_n, atol=1e-4)
+    # the cap lowers all four by the same PWM: the differences (the torque) survive, the collective gives way
+    raw = actuators.compensate_battery_voltage(actuators.mix(tuple(np.array([0.9, 3e-3, 0.0, 0.0])), k, NUMPY), 3.7, NUMPY)
+    capped = actuators.motor_pwm(CRAZYFLIE_2X, [0.9, 3e-3, 0.0, 0.0], 3.7)
+    assert max(raw) > 65535 and capped.max() == 65535
+    np.testing.assert_allclose(np.diff(capped), np.diff(np.array(raw)), atol=1e-6)
+    # 2.1+ constants: THRUST2TORQUE is the robot's yaw arm, the mixer is the robot's inverse allocation
+    assert CRAZYFLIE_2X.torque_to_thrust_m == actuators.THRUST2TORQUE_M == 0.0069928948992470565
+    # below 2 V of battery the firmware gives every motor 0
+    assert (actuators.motor_pwm(CRAZYFLIE_2X, [0.3, 0, 0, 0], 1.99) == 0).all()
+
+
+def test_the_chain_names_the_pinned_firmware_release():
+    from deploy.crazyflie.firmware import FIRMWARE_RELEASE
+
+    assert actuators.FIRMWARE_RELEASE == FIRMWARE_RELEASE
+
+
+def test_the_battery_sags_under_load_and_recovers():
+    """V_b = V_oc - R I with I = idle + per-newton x thrust, reached with the firmware filter's time constant."""
+    params = {"thrust_coefficient_scale": 1.0, "torque_coefficient_scale": 1.0, "motor_time_constant_s": 0.03,
+              "battery_open_circuit_v": 4.0, "battery_resistance_ohm": 0.05}
+    dt = 0.005
+    d = actuators.derive(params, K, dt, MATH)
+    state = actuators.initial_state(0.3, d, K, MATH)
+    assert state["battery_voltage_v"] == pytest.approx(4.0 - 0.05 * (0.24 + actuators.CURRENT_PER_THRUST_A_PER_N * 0.3))
+    full = actuators.command((2.0, 0.0, 0.0, 0.0), state, d, K, MATH)
+    assert all(p == 65535 for p in full)
+    for _ in range(400):  # 2 s at full PWM: the voltage sags to V_oc - R I(full thrust), the thrust follows it down
+        sub = actuators.substep(state, full, d, K, MATH)
+        state = sub.state
+    v = state["battery_voltage_v"]
+    assert v == pytest.approx(4.0 - 0.05 * actuators.battery_current_a(sub.thrust_n), abs=1e-3)
+    assert sub.thrust_n == pytest.approx(4 * float(actuators.max_rotor_force_n(v)), rel=1e-3) and v < 3.75
+
+
+def test_the_thrust_to_weight_range():
+    """The randomized airframes reach down to a thrust-to-weight of about 1.4 under full load (36 g, the emptiest
+    battery), and the heaviest ones can hover on every battery; the shield's stopping model takes that worst case."""
+    cfg = GotoEnvCfg().randomization
+    heaviest_n = CRAZYFLIE_2X.weight_n * cfg.mass_scale_range[1]
+    worst = actuators.worst_case_max_total_thrust_n(CRAZYFLIE_2X)
+    assert cfg.mass_scale_range[1] * CRAZYFLIE_2X.mass_kg == pytest.approx(0.036)
+    assert 1.3 < worst / heaviest_n < 1.45
+    assert tuple(cfg.battery_open_circuit_range_v) == actuators.OPEN_CIRCUIT_RANGE_V
+    assert tuple(cfg.battery_resistance_range_ohm) == actuators.RESISTANCE_RANGE_OHM
 
 
 def test_the_chain_declares_what_the_simulators_store():

@@ -100,6 +100,6 @@ def test_mixer_on_torch_columns_matches_numpy(seed):
     a[:8] = np.sign(a[:8])  # saturated corners exercise powerDistributionCap
     wrench = actions_to_wrench(spec, a)
     expected = actuators.mix_wrench_to_rotor_thrusts(CRAZYFLIE_2X, wrench)
-    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-6)):
+    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 3e-5)):  # (float32: the cubic's closed-form inverse)
         got = torch.stack(actuators.mixed_rotor_thrusts(tuple(torch.tensor(wrench.T, dtype=dtype)), k, TORCH), dim=-1)
         np.testing.assert_allclose(got.double().numpy(), expected, atol=tol, rtol=0)

@@ -23,7 +23,6 @@ from robot_hrl.robots.crazyflie_2x import actuators  # noqa: E402
 from sim.envs import dynamics  # noqa: E402
 from sim.envs.array_ops import TORCH  # noqa: E402
 from sim.pybullet import PyBulletQuadrotorSim  # noqa: E402
-from sim.pybullet.physics import rpm_command_from_wrench  # noqa: E402
 
 PHYSICS_HZ = 500.0
 
@@ -53,7 +52,7 @@ def test_open_loop_trajectories_agree_with_the_training_physics():
         for _ in range(30):  # 0.3 s of varied thrust and torques
             wrench = np.array([ROBOT.weight_n * rng.uniform(0.8, 1.3), *rng.uniform(-1e-3, 1e-3, 2),
                                rng.uniform(-1e-4, 1e-4)])
-            command = tuple(col(v) for v in rpm_command_from_wrench(ROBOT, wrench))
+            command = actuators.command(tuple(col(v) for v in wrench), chain_state, derived, k, TORCH)  # (the battery it has)
             for _ in range(substeps):
                 sub = actuators.substep(chain_state, command, derived, k, TORCH)
                 chain_state = sub.state

@@ -45,7 +45,7 @@ def test_hover_thrust_holds_altitude(sim):
     assert sim.time_s == pytest.approx(2.0)
     assert abs(state.position_w[2] - 1.0) < 0.02
     assert np.linalg.norm(state.position_w[:2]) < 1e-6
-    assert np.allclose(sim.motor_rpm, CRAZYFLIE_2X.hover_rpm, rtol=1e-6)
+    assert np.allclose(sim.motor_rpm, CRAZYFLIE_2X.hover_rpm, rtol=2e-5)  # (the firmware's int32 command: 1.8e-6 N steps)
 
 
 def test_torque_commands_turn_the_body_about_the_right_axes(sim):
@@ -74,12 +74,20 @@ def test_state_reports_body_rates_in_the_body_frame(sim):
 
 
 def test_motor_lag_is_first_order_and_saturates(sim):
+    """Beyond saturation the firmware caps every motor at full PWM; the rotors accelerate with the motor lag towards
+    the speed of the fit at the (sagging) battery voltage, never beyond it."""
+    from robot_hrl.robots.crazyflie_2x import actuators
+
     sim.reset((0.0, 0.0, 1.0))
+    hover, tau = sim.motor_rpm.copy(), CRAZYFLIE_2X.motor_time_constant_s
     sim.step([CRAZYFLIE_2X.max_total_thrust_n * 2, 0, 0, 0])  # beyond saturation
-    assert np.allclose(sim.motor_rpm_command, CRAZYFLIE_2X.rpm_max)
-    hover, tau = CRAZYFLIE_2X.hover_rpm, CRAZYFLIE_2X.motor_time_constant_s
-    expected = CRAZYFLIE_2X.rpm_max + (hover - CRAZYFLIE_2X.rpm_max) * math.exp(-0.01 / tau)
-    assert np.allclose(sim.motor_rpm, expected, rtol=1e-9)
+    assert np.all(sim.motor_rpm_command == actuators.PWM_FULL)
+    battery_v = sim.chain_state["battery_voltage_v"]
+    top = math.sqrt(float(actuators.max_rotor_force_n(battery_v)) / CRAZYFLIE_2X.thrust_coefficient_n_per_rpm2)
+    assert np.all(hover < sim.motor_rpm) and np.all(sim.motor_rpm < top)
+    # a first-order lag over 0.01 s covers about 1 - exp(-0.01 / tau) of the way (the target moves with the sag)
+    covered = (sim.motor_rpm - hover) / (top - hover)
+    assert np.allclose(covered, 1.0 - math.exp(-0.01 / tau), rtol=0.1) and np.ptp(sim.motor_rpm) < 1e-6
 
 
 def test_ground_effect_lifts_near_the_ground_only():
@@ -100,7 +108,7 @@ def test_ground_effect_lifts_near_the_ground_only():
         for _ in range(20):
             state = s.step(HOVER)
         assert abs(state.position_w[2] - 0.05) < 1e-3
-        assert np.allclose(s.rotor_thrusts_n, r.weight_n / 4)
+        assert np.allclose(s.rotor_thrusts_n, r.weight_n / 4, rtol=2e-5)
 
 
 def test_obstacle_contact_is_reported(demo_world_path):

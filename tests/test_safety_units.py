@@ -233,7 +233,7 @@ def test_obstacles_slowdown_lowers_the_thrust_instead_of_holding_the_robot_in_pl
 
     s = shield()
     unit, m = s.obstacles, s.model
-    hard = 0.95 * s.model.high[0]
+    hard = s.model.high[0]  # (the whole thrust range: the 31.5 g model climbs slower than the 27 g one did)
     t = make_tick((0.9, 1.5, 1.0), (0, 0, 0), (0.35, 0, 0), (0, 0, 0), [hard, 0, 0, 0], thrust_est=s.robot.weight_n)
     assert _predicted_speed(t, m, unit.speed_h) > unit.slow_speed
     unit.check(t)

@@ -169,7 +169,8 @@ def _quantities(env: GotoEnv, state: torch.Tensor, params: torch.Tensor) -> dict
         "yaw": torch.atan2(2 * (quat[0] * quat[3] + quat[1] * quat[2]), 1 - 2 * (quat[2] ** 2 + quat[3] ** 2)),
         "speed": vel.norm(dim=0), "vel_z": vel[2], "omega_x": omega[0], "goal_distance": (goal - pos).norm(dim=0),
         "goal_dz": goal[2] - pos[2], "mass": params[0], "inertia_y": params[2], "kf": params[4], "ktau": params[5],
-        "log_tau": params[6].log(), "force": params[7:10].norm(dim=0), "force_z": params[9], "torque_z": params[12],
+        "log_tau": params[6].log(), "force": params[L.param_rows("disturbance_force_w")].norm(dim=0),
+        "force_z": params[L.param_rows("disturbance_force_w").stop - 1], "torque_z": params[L.param_rows("disturbance_torque_b").stop - 1],
         "rpm": state[L.rows("rotor_speed_rpm").start],
     }
 
@@ -192,7 +193,7 @@ def test_counter_reset_draws_follow_the_configured_distributions(start_scale):
     assert inside(q["mass"], 0.8, 1.3) and inside(q["inertia_y"], *r.inertia_scale_range)
     assert inside(q["kf"], *r.thrust_coefficient_scale_range) and inside(q["ktau"], *r.torque_coefficient_scale_range)
     assert inside(params[6], 0.02, 0.15) and inside(q["force"], 0.0, r.max_disturbance_force_n)
-    assert inside(params[10:13].flatten(), -r.max_disturbance_torque_nm, r.max_disturbance_torque_nm)
+    assert inside(params[L.param_rows("disturbance_torque_b")].flatten(), -r.max_disturbance_torque_nm, r.max_disturbance_torque_nm)
     counts = torch.bincount(latency, minlength=4)
     assert latency.dtype == torch.long and counts[0] == 0 and (counts[1:] - n / 3).abs().max() < 0.02 * n
     assert inside(state[0:2].flatten(), -cmd.spawn_xy_half_extent_m, cmd.spawn_xy_half_extent_m)

@@ -35,9 +35,13 @@ def _step(state, rpm_cmd, steps: int, dt: float = 0.005, tau: float = 0.05, forc
     n = state[0].shape[0]
     pos, quat, vel, omega, rpm = (_cols(t) for t in state)
     params = {"thrust_coefficient_scale": torch.ones(n), "torque_coefficient_scale": torch.ones(n),
-              "motor_time_constant_s": torch.full((n,), tau)}
+              "motor_time_constant_s": torch.full((n,), tau), "battery_open_circuit_v": torch.full((n,), 4.0),
+              "battery_resistance_ohm": torch.zeros(n)}  # (a battery without sag: the voltage stays at 4 V)
     derived = actuators.derive(params, K, dt, TORCH)
-    chain_state, command = {"rotor_speed_rpm": rpm}, _cols(rpm_cmd)
+    battery = torch.full((n,), 4.0)
+    chain_state = {"rotor_speed_rpm": rpm, "battery_voltage_v": battery}
+    # the PWM under which each motor settles at the asked speed (the firmware's output, held)
+    command = actuators.hold_command({"rotor_speed_rpm": _cols(rpm_cmd), "battery_voltage_v": battery}, derived, K, TORCH)
     mass, inertia = torch.full((n,), CRAZYFLIE_2X.mass_kg), tuple(torch.full((n,), v) for v in CRAZYFLIE_2X.inertia_kgm2)
     force = _cols(torch.zeros(n, 3) if force is None else force)
     contact = None
@@ -66,10 +70,10 @@ def test_hover_thrust_equals_weight():
     hover = CRAZYFLIE_2X.hover_rpm
     # the rotor speed the firmware mixer commands for a weight-sized collective thrust is the hover speed
     wrench = (torch.tensor([CRAZYFLIE_2X.weight_n]),) + (torch.zeros(1),) * 3
-    thrusts = actuators.mixed_rotor_thrusts(wrench, K, TORCH)
-    assert sum(float(t) for t in thrusts) == pytest.approx(CRAZYFLIE_2X.weight_n, rel=1e-5)
+    thrusts = actuators.mixed_rotor_thrusts(wrench, K, TORCH, torch.tensor([4.0]))
+    assert sum(float(t) for t in thrusts) == pytest.approx(CRAZYFLIE_2X.weight_n, rel=1e-4)
     rpm_cmd = torch.stack(actuators.rotor_speed_command(thrusts, K, TORCH), dim=-1)
-    assert torch.allclose(rpm_cmd, torch.full((1, 4), hover), rtol=1e-5)
+    assert torch.allclose(rpm_cmd, torch.full((1, 4), hover), rtol=1e-4)
     pos, quat, vel, omega, *_ = _step(_state(z=1.0, rpm=hover), rpm_cmd, 400)
     assert vel.abs().max().item() < 1e-3 and abs(pos[0, 2].item() - 1.0) < 1e-3
     assert omega.abs().max().item() < 1e-4
@@ -122,7 +126,7 @@ def test_no_nan_under_saturated_and_invalid_commands():
         assert torch.isfinite(rew).all()
         for t in (env.position_w, env.quat_wxyz, env.linear_velocity_w, env.angular_velocity_b, env.rotor_rpm):
             assert torch.isfinite(t).all()
-        assert (env.rotor_rpm <= CRAZYFLIE_2X.rpm_max + 1e-3).all() and (env.rotor_rpm >= CRAZYFLIE_2X.rpm_min).all()
+        assert (env.rotor_rpm <= K.rpm_max + 1e-2).all() and (env.rotor_rpm >= K.rpm_min).all()
 
 
 def test_nothing_falls_through_the_floor():

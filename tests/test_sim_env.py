@@ -17,8 +17,8 @@ from sim.envs import GotoEnv, GotoEnvCfg
 from sim.envs.backends import CompiledStep
 from sim.tasks import TASKS, make_env
 
-PRIVILEGED_SIZE = 18
-"""mass, inertia (3), k_f, k_tau, motor tau, latency, force (3), torque (3), rotor speeds (4)."""
+PRIVILEGED_SIZE = 21
+"""mass, inertia (3), k_f, k_tau, motor tau, battery V_oc and R, latency, force (3), torque (3), rotor speeds (4), battery voltage."""
 
 
 def test_vecenv_conformance():

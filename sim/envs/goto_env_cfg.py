@@ -106,7 +106,9 @@ class RandomizationCfg:
 
     enabled: bool = True
     """False: nominal robot, no disturbances, no noise, no latency (evaluation against the nominal model)."""
-    mass_scale_range: tuple[float, float] = (0.9, 1.1)
+    mass_scale_range: tuple[float, float] = (27.0 / 31.5, 36.0 / 31.5)
+    """27 g (the bare Crazyflie 2.1) to 36 g (CF_MASS 29 g of crazyflie-firmware platform_defaults_cf2.h plus a
+    positioning deck and more) around the nominal 31.5 g."""
     inertia_scale_range: tuple[float, float] = (0.85, 1.15)
     """Each principal moment is scaled independently."""
     thrust_coefficient_scale_range: tuple[float, float] = (0.9, 1.1)
@@ -123,6 +125,11 @@ class RandomizationCfg:
     plateau); drawn from the slow part, it reaches 0.95 on the whole range (benchmarks/README.md).
     Evaluation envs (``sim/train.py``'s, ``sim/evaluate.py``) set this to None.
     """
+    battery_open_circuit_range_v: tuple[float, float] = (3.3, 4.2)
+    """The battery's open-circuit voltage (robot_hrl/robots/crazyflie_2x/actuators.py OPEN_CIRCUIT_RANGE_V)."""
+    battery_resistance_range_ohm: tuple[float, float] = (0.03, 0.06)
+    """The battery's resistance (actuators.py RESISTANCE_RANGE_OHM); with the mass and voltage ranges the
+    thrust-to-weight under full load reaches down to about 1.35."""
     max_disturbance_force_n: float = 0.01
     """Constant external force per episode, random direction, magnitude up to this (~4 % of weight)."""
     max_disturbance_torque_nm: float = 5.0e-5
@@ -206,7 +213,8 @@ class GotoEnvCfg:
         r = self.randomization
         for name in (
             "mass_scale_range", "inertia_scale_range", "thrust_coefficient_scale_range",
-            "torque_coefficient_scale_range", "motor_time_constant_range_s",
+            "torque_coefficient_scale_range", "motor_time_constant_range_s", "battery_open_circuit_range_v",
+            "battery_resistance_range_ohm",
         ):
             lo, hi = getattr(r, name)
             if not (0 < lo <= hi):

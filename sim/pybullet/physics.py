@@ -22,8 +22,9 @@ from robot_hrl.robots.quadrotor import QuadrotorParams
 
 
 def rpm_command_from_wrench(robot: QuadrotorParams, wrench: np.ndarray) -> np.ndarray:
-    """The actuator chain's command of the nominal robot for ``wrench`` (4,): for the Crazyflie the rotor speed
-    commands (rpm) of the firmware mixer, cap and thrust -> speed map."""
+    """The actuator chain's command of the nominal robot hovering for ``wrench`` (4,): for the Crazyflie the firmware's
+    motor PWM (mixer, battery compensation at the nominal battery's hover voltage, cap); rpm for a chain that
+    commands rotor speeds."""
     chain = chain_of(robot.name)
     k = chain.constants(robot)
     nominal = chain.derive({p.name: p.nominal(k) for p in chain.PARAMETERS}, k, 1.0, MATH)

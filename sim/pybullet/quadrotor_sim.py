@@ -373,7 +373,8 @@ class PyBulletQuadrotorSim:
 
     @property
     def motor_rpm_command(self) -> np.ndarray:
-        """Rotor speed commands of the last step (after the mixer and saturation), rpm."""
+        """The actuator chain's motor commands of the last step: for the Crazyflie the firmware's PWM (0..65535, after
+        the mixer, the battery compensation and the cap); rpm for a chain that commands rotor speeds."""
         return np.asarray(self._command, dtype=np.float64)
 
     @property

@@ -27,13 +27,18 @@ Range = tuple[float, float]
 class RandomizationCfg:
     """Uniform ranges (scales multiply the nominal value); a range (a, a) fixes the value."""
 
-    mass_scale: Range = (0.9, 1.1)
+    mass_scale: Range = (27.0 / 31.5, 36.0 / 31.5)
+    """27 to 36 g, as in training."""
     inertia_scale: Range = (0.85, 1.15)
     """Each principal moment is scaled independently."""
     thrust_coefficient_scale: Range = (0.9, 1.1)
     torque_coefficient_scale: Range = (0.9, 1.1)
     motor_time_constant_s: Range = (0.02, 0.15)
     """Drawn log-uniformly, as in training."""
+    battery_open_circuit_v: Range = (3.3, 4.2)
+    """The battery's open-circuit voltage, V (actuators.py OPEN_CIRCUIT_RANGE_V)."""
+    battery_resistance_ohm: Range = (0.03, 0.06)
+    """The battery's resistance, ohm (actuators.py RESISTANCE_RANGE_OHM)."""
     max_disturbance_force_n: float = 0.01
     """Constant world-frame force per episode, random direction, magnitude uniform up to this."""
     max_disturbance_torque_nm: float = 5.0e-5
@@ -45,7 +50,7 @@ class RandomizationCfg:
 
     def __post_init__(self) -> None:
         for name in ("mass_scale", "inertia_scale", "thrust_coefficient_scale", "torque_coefficient_scale",
-                     "motor_time_constant_s"):
+                     "motor_time_constant_s", "battery_open_circuit_v", "battery_resistance_ohm"):
             lo, hi = getattr(self, name)
             if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
                 raise ValueError(f"randomization {name}={(lo, hi)} must satisfy 0 < low <= high")

@@ -18,7 +18,7 @@ _ARM_XY_M = _ARM_LENGTH_M / math.sqrt(2.0)
 
 CRAZYFLIE_2X = QuadrotorParams(
     name="crazyflie_2x",
-    mass_kg=0.027,
+    mass_kg=0.0315,
     inertia_kgm2=(1.657171e-5, 1.6655602e-5, 2.9261652e-5),
     rotor_positions_m=(
         (_ARM_XY_M, -_ARM_XY_M, 0.0),  # M1 front right
@@ -28,7 +28,7 @@ CRAZYFLIE_2X = QuadrotorParams(
     ),
     rotor_spin_directions=(1, -1, 1, -1),
     thrust_coefficient_n_per_rpm2=3.16e-10,
-    torque_to_thrust_m=0.005964552,
+    torque_to_thrust_m=0.0069928948992470565,
     motor_time_constant_s=0.05,
     rpm_min=0.0,
     rpm_max=21702.0,
@@ -40,14 +40,20 @@ CRAZYFLIE_2X = QuadrotorParams(
     max_tilt_rad=math.radians(35.0),
     max_speed_mps=2.0,
     sources={
-        "mass_kg": "Bitcraze Crazyflie 2.1 datasheet (27 g take-off weight); gym-pybullet-drones cf2x.urdf",
+        "mass_kg": "the middle of the airframes flown, 27 g (Bitcraze Crazyflie 2.1 datasheet, bare) to 36 g (CF_MASS 29 g of "
+                   "crazyflie-firmware 2026.08 platform_defaults_cf2.h, plus a positioning deck and more); training draws "
+                   "the whole range",
         "inertia_kgm2": "J. Förster, 'System Identification of the Crazyflie 2.0 Nano Quadrocopter', ETH Zurich 2015, Table 3.3",
         "rotor_positions_m": "92 mm motor-to-motor diagonal, Bitcraze datasheet; motor order from crazyflie-firmware",
         "rotor_spin_directions": "crazyflie-firmware power_distribution_quadrotor.c mixer signs",
         "thrust_coefficient_n_per_rpm2": "Eschmann et al., 'Learning to Fly in Seconds', 2023 (k_f = 3.16e-10 N/rpm^2); gym-pybullet-drones cf2x kf",
-        "torque_to_thrust_m": "Förster 2015 (0.005964552); crazyflie-firmware THRUST2TORQUE",
+        "torque_to_thrust_m": "crazyflie-firmware 2026.08 src/platform/interface/platform_defaults_cf2.h THRUST2TORQUE, "
+                              "CONFIG_CRAZYFLIE_21_PLUS (2.1+ propellers, PR #1526, since 2025.12.1); Förster 2015's "
+                              "0.005964552 was the legacy propellers'",
         "motor_time_constant_s": "no single identification is published; 0.05 s lies inside the 0.02-0.15 s span used by published Crazyflie simulators, and training randomizes it over that span",
-        "rpm_max": "Eschmann et al. 2023 (21702 rpm, thrust-to-weight about 2.25 as gym-pybullet-drones cf2x)",
+        "rpm_max": "Eschmann et al. 2023 (21702 rpm, thrust-to-weight about 2.25 as gym-pybullet-drones cf2x); sizes the "
+                   "action spec's command range only: the rotors' limit is the firmware's PWM cap at the battery voltage "
+                   "(robot_hrl/robots/crazyflie_2x/actuators.py)",
         "collision_radius_m": "92 mm diagonal plus 45 mm propellers, rounded up",
         "ground_effect_coefficient": "gym-pybullet-drones cf2x.urdf gnd_eff_coeff (after Shi et al., 'Neural Lander', 2019)",
         "propeller_radius_m": "gym-pybullet-drones cf2x.urdf prop_radius",

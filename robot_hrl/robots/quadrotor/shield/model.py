@@ -35,6 +35,20 @@ from robot_hrl.robots.quadrotor.params import STANDARD_GRAVITY_MPS2, QuadrotorPa
 from robot_hrl.safety.frames import rotation_from_quat  # noqa: F401  (the quadrotor code's name for it)
 
 
+def worst_case_max_total_thrust_n(robot: QuadrotorParams) -> float:
+    """The total thrust the robot is sure to reach: the actuator chain's worst case where the chain declares one
+    (``worst_case_max_total_thrust_n`` of ``robot_hrl.robots.<robot>.actuators``), capped at the robot model's
+    maximum (the contract's thrust range)."""
+    from robot_hrl.robots.actuator_chain import chain_of
+
+    try:
+        chain = chain_of(robot.name)
+    except ValueError:
+        return robot.max_total_thrust_n
+    worst = getattr(chain, "worst_case_max_total_thrust_n", None)
+    return robot.max_total_thrust_n if worst is None else min(robot.max_total_thrust_n, float(worst(robot)))
+
+
 def check_config_fits(cfg, robot: QuadrotorParams) -> None:
     """Refuse limits beyond what the robot model can do (ConfigError naming each key)."""
     problems = []
@@ -78,9 +92,12 @@ class DynamicsModel:
         self.low = action.low
         self.high = action.high
         self.half_span = action.half_span
-        self.max_total_thrust = robot.max_total_thrust_n
-        self.max_acceleration_mps2 = self.max_total_thrust / self.mass + self.g
-        """The largest acceleration the robot can reach: full thrust pointing down, with gravity (odometry jumps)."""
+        self.max_total_thrust = worst_case_max_total_thrust_n(robot)
+        """The least total thrust every airframe of the robot can reach (its actuator chain's worst case: for the
+        Crazyflie the firmware's PWM cap at the emptiest, most resistive battery under full load), within the
+        contract's thrust range: what the backup commands at most and the stopping model brakes a descent with."""
+        self.max_acceleration_mps2 = robot.max_total_thrust_n / self.mass + self.g
+        """The largest acceleration the robot can reach: the contract's full thrust pointing down, with gravity (odometry jumps)."""
         self.collision_radius_m = robot.collision_radius_m
         self.max_speed_mps = cfg.limits.max_speed_mps
         """The speed limit (limits.max_speed_mps): the obstacles' slowdown zone scales it."""

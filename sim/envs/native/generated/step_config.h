@@ -17,7 +17,7 @@
 #define ANGULAR_VELOCITY_WEIGHT -0.002f
 #define TILT_WEIGHT -0.1f
 #define TERMINATION_WEIGHT -20.0f
-#define MASS_KG 0.027f
+#define MASS_KG 0.0315f
 #define INERTIA_X 1.657171e-05f
 #define INERTIA_Y 1.6655602e-05f
 #define INERTIA_Z 2.9261651e-05f
@@ -37,15 +37,15 @@
 #define LATENCY_LO 0
 #define LATENCY_HI 1
 #define OBS_POLICY 22
-#define OBS_CRITIC 40
+#define OBS_CRITIC 43
 #define NOISE_PAIRS 9
 #define TERM_SUBGOAL_ERROR_W 0
 #define TERM_ROTATION_MATRIX_WB 3
 #define TERM_LINEAR_VELOCITY_W 12
 #define TERM_ANGULAR_VELOCITY_B 15
 #define TERM_LAST_ACTION 18
-static const float ACTION_LOW[4] = {0.0f, -0.0024204685f, -0.0024204685f, -0.00044384817f};
-static const float ACTION_HIGH[4] = {0.5953147f, 0.0024204685f, 0.0024204685f, 0.00044384817f};
+static const float ACTION_LOW[4] = {0.0f, -0.0024204685f, -0.0024204685f, -0.0005203716f};
+static const float ACTION_HIGH[4] = {0.5953147f, 0.0024204685f, 0.0024204685f, 0.0005203716f};
 static const float OBS_LOW[OBS_POLICY] = {-2.0f, -2.0f, -2.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -5.0f, -5.0f, -5.0f, -35.0f, -35.0f, -35.0f, -1.0f, -1.0f, -1.0f, -1.0f};
 static const float OBS_HIGH[OBS_POLICY] = {2.0f, 2.0f, 2.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 5.0f, 5.0f, 5.0f, 35.0f, 35.0f, 35.0f, 1.0f, 1.0f, 1.0f, 1.0f};
 static const float NOISE_STD[OBS_POLICY] = {0.005f, 0.005f, 0.005f, 0.005f, 0.005f, 0.005f, 0.005f, 0.005f, 0.005f, 0.005f, 0.005f, 0.005f, 0.02f, 0.02f, 0.02f, 0.05f, 0.05f, 0.05f, 0.0f, 0.0f, 0.0f, 0.0f};
