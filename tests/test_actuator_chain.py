@@ -308,9 +308,15 @@ def test_the_firmware_facts_hold_in_the_chain():
 
 
 def test_the_chain_names_the_pinned_firmware_release():
-    from deploy.crazyflie.firmware import FIRMWARE_RELEASE
+    """robot_hrl does not import deploy: the chain's firmware and the one deploy/crazyflie builds into must agree."""
+    from deploy.crazyflie.firmware import FIRMWARE_RELEASE, firmware_ref
+    from robot_hrl.contract import goto_contract
+    from robot_hrl.robots.actuator_chain import firmware_of
 
     assert actuators.FIRMWARE_RELEASE == FIRMWARE_RELEASE
+    assert actuators.FIRMWARE == firmware_of("crazyflie_2x") == firmware_ref()
+    assert goto_contract(CRAZYFLIE_2X).firmware.model_dump() == firmware_ref()
+    assert firmware_of("diff_drive") is None
 
 
 def test_the_battery_sags_under_load_and_recovers():

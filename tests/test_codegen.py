@@ -201,6 +201,27 @@ def test_observation_term_without_onboard_implementation_is_refused(tmp_path):
         generate_project(path, tmp_path / "cf")
 
 
+@pytest.mark.parametrize("update, fragment", [
+    (None, "names no firmware actuator chain"),
+    ({"release": "2025.09"}, "firmware release '2025.09'"),
+    ({"propellers": "legacy"}, "firmware propellers 'legacy'"),
+    ({"platform": "cf21bl"}, "firmware platform 'cf21bl'"),
+])
+def test_a_model_trained_on_another_firmware_chain_is_refused(tmp_path, update, fragment):
+    """The generator builds into the pinned release (deploy/crazyflie/firmware.py): a contract whose firmware
+    (PolicyContract.firmware) is missing or another is refused, naming the field, as the runtime refuses it."""
+    from robot_hrl.errors import ContractError
+
+    base = goto_contract(CRAZYFLIE_2X)
+    firmware = None if update is None else base.firmware.model_copy(update=update)
+    contract = base.model_copy(update={"firmware": firmware})
+    path = build_mlp_onnx(tmp_path / "m.onnx", hidden=(8,), contract=contract)
+    with pytest.raises(CodegenError, match=fragment):
+        generate_project(path, tmp_path / "cf")
+    with pytest.raises(ContractError, match="firmware"):
+        contract.check_compatible(CRAZYFLIE_2X)
+
+
 def test_action_terms_in_wrong_units_are_refused(tmp_path):
     base = goto_contract(CRAZYFLIE_2X)
     terms = (base.action.terms[0].model_copy(update={"units": "g"}),) + base.action.terms[1:]

@@ -55,6 +55,8 @@ def test_mismatches_are_named(contract):
 def test_contract_json_names_firmware_mode(contract):
     data = json.loads(contract.to_json())
     assert data["action"]["firmware_control_mode"] == "controlModeForceTorque"
+    assert data["firmware"] == {"name": "crazyflie-firmware", "release": "2026.08", "platform": "cf2", "propellers": "2.1+",
+                                "control_mode": "controlModeForceTorque"}
     assert data["robot"]["params_sha256"] == CRAZYFLIE_2X.params_sha256()
 
 

@@ -106,6 +106,18 @@ def check_contract(contract: PolicyContract) -> None:
         if len(terms[term.name].expressions) != term.size:
             raise CodegenError(f"observation term {term.name!r} has size {term.size} in the contract, the onboard "
                                f"implementation gives {len(terms[term.name].expressions)}")
+    from deploy.crazyflie.firmware import firmware_ref
+
+    expected = firmware_ref()
+    if contract.firmware is None:
+        raise CodegenError(f"the contract names no firmware actuator chain; this generator builds into {expected['name']} "
+                           f"{expected['release']} ({expected['platform']}, {expected['propellers']} propellers): re-export a model "
+                           "trained on robot_hrl's chain of that firmware (robot_hrl/robots/crazyflie_2x/actuators.py)")
+    got = contract.firmware.model_dump()
+    for key, value in expected.items():
+        if got[key] != value:
+            raise CodegenError(f"the model was trained on firmware {key} {got[key]!r}; this generator builds into {value!r} "
+                               f"(deploy/crazyflie/firmware.py): retrain on the chain of {expected['name']} {expected['release']}")
     spec = contract.action
     if spec.firmware_control_mode != "controlModeForceTorque":
         raise CodegenError(f"the contract's firmware control mode is {spec.firmware_control_mode!r}; the C code "

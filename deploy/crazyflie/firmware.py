@@ -31,6 +31,12 @@ FIRMWARE_RELEASE = "2026.08"
 ``firmware_stubs/`` follow that release's sources."""
 FIRMWARE_PLATFORM = "cf2"
 """``make`` target platform: Crazyflie 2.0 / 2.1 / 2.1+ (brushed motors, STM32F405)."""
+FIRMWARE_PROPELLERS = "2.1+"
+"""The propeller constants of the build: the Kconfig choice "Crazyflie 2.X platform setup" defaults to
+``CONFIG_CRAZYFLIE_21_PLUS`` (src/platform/interface/platform_defaults_cf2.h: VMOTOR2THRUST, THRUST_MIN/MAX,
+THRUST2TORQUE of the 2.1+ propellers)."""
+FIRMWARE_CONTROL_MODE = "controlModeForceTorque"
+"""The control mode the generated controller writes into ``control_t``."""
 FIRMWARE_MIN_RELEASE = "2025.12"
 """Oldest release with everything the controller and the docs rely on: ``controlModeForceTorque``,
 ``stabilizerStep_t``, the guarded OOT prototypes in ``controller.h``, and ``controlModeForce``
@@ -108,3 +114,9 @@ def write_test_autoconf(build_dir: str | Path, app_config: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "autoconf.h").write_text(autoconf_h(app_config))
     return folder
+
+
+def firmware_ref() -> dict[str, str]:
+    """What a model's contract must name as its firmware (``PolicyContract.firmware``) to be built into this release."""
+    return {"name": "crazyflie-firmware", "release": FIRMWARE_RELEASE, "platform": FIRMWARE_PLATFORM,
+            "propellers": FIRMWARE_PROPELLERS, "control_mode": FIRMWARE_CONTROL_MODE}

@@ -27,6 +27,7 @@ from robot_hrl.contract.schema import (
     ActionSpec,
     ActionTerm,
     ObservationTerm,
+    FirmwareRef,
     PolicyContract,
     RobotRef,
     action_mismatches,
@@ -37,7 +38,7 @@ from robot_hrl.contract.schema import (
 __all__ = [
     "ACTION_MODES", "ActionMap", "AnyContract", "contract_kind", "read_contract", "ActionMode", "ActionSpec", "ActionTerm", "CONTRACT_METADATA_KEY",
     "CONTRACT_SCHEMA_VERSION", "DEFAULT_CONTROL_RATE_HZ", "DEFAULT_SUBGOAL_RADIUS_M", "GOTO_OBSERVATION_TERMS",
-    "OBSERVATION_TERMS", "ObservationTerm", "PolicyContract", "RobotRef", "action_bounds", "action_map",
+    "FirmwareRef", "OBSERVATION_TERMS", "ObservationTerm", "PolicyContract", "RobotRef", "action_bounds", "action_map",
     "action_mismatches", "actions_to_wrench", "command_to_normalized", "compute_observation", "get_action_mode",
     "goto_contract", "goto_observation_terms", "hover_actions", "normalized_to_command",
     "register_action_mode", "wrench_to_actions",

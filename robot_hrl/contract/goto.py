@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from robot_hrl.contract.schema import ObservationTerm, PolicyContract, RobotRef
+from robot_hrl.contract.schema import FirmwareRef, ObservationTerm, PolicyContract, RobotRef
 
 if TYPE_CHECKING:
     from robot_hrl.robots.base import Robot
@@ -55,4 +55,12 @@ def goto_contract(
         observations=goto_observation_terms(action.size),
         action=action,
         subgoal_radius_m=subgoal_radius_m,
+        firmware=_firmware(robot.name),
     )
+
+
+def _firmware(robot_name: str) -> FirmwareRef | None:
+    from robot_hrl.robots.actuator_chain import firmware_of
+
+    firmware = firmware_of(robot_name)
+    return None if firmware is None else FirmwareRef(**firmware)

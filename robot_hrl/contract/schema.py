@@ -171,6 +171,18 @@ class Conventions(BaseModel):
     quaternion_order: Literal["wxyz"] = "wxyz"
 
 
+class FirmwareRef(BaseModel):
+    """The flight firmware whose actuator chain the policy was trained on (its output stage turns the policy's
+    command into motor PWM: a model trained on one chain's constants must not fly another's)."""
+
+    model_config = _FROZEN
+    name: str = Field(description="e.g. crazyflie-firmware")
+    release: str = Field(description="the release whose sources the chain follows, e.g. 2026.08")
+    platform: str = Field(description="the firmware's build platform, e.g. cf2")
+    propellers: str = Field(description="the propeller constants the chain uses, e.g. 2.1+")
+    control_mode: str = Field(description="the firmware's control mode the policy's command is written in, e.g. controlModeForceTorque")
+
+
 class PolicyContract(BaseModel):
     """The single source of truth between training, export and every runtime target."""
 
@@ -184,6 +196,9 @@ class PolicyContract(BaseModel):
     subgoal_radius_m: float | None = Field(default=None, gt=0)
     """The reach of one subgoal (skills that take subgoals); None: the policy takes none (e.g. an Isaac Lab task)."""
     conventions: Conventions = Conventions()
+    firmware: FirmwareRef | None = None
+    """The firmware actuator chain of the robot at training time (``robot_hrl.robots.actuator_chain.firmware_of``);
+    None for a robot without one."""
 
     @property
     def observation_size(self) -> int:
@@ -257,6 +272,7 @@ class PolicyContract(BaseModel):
             problems.append(f"action mode: model outputs {self.action.mode!r}, the runtime expects {action_mode!r}")
         if self.robot.name == robot.name:
             problems.extend(action_mismatches(self.action, robot))
+            problems.extend(firmware_mismatches(self.firmware, robot.name))
         return problems
 
     def check_compatible(self, robot: "Robot", **kwargs) -> None:
@@ -264,6 +280,21 @@ class PolicyContract(BaseModel):
         problems = self.mismatches(robot, **kwargs)
         if problems:
             raise ContractError("the model does not match this robot: " + "; ".join(problems))
+
+
+def firmware_mismatches(firmware: "FirmwareRef | None", robot_name: str) -> list[str]:
+    """How a contract's firmware disagrees with the firmware actuator chain the robot declares now."""
+    from robot_hrl.robots.actuator_chain import firmware_of
+
+    expected = firmware_of(robot_name)
+    if expected is None:
+        return [] if firmware is None else [f"firmware: model trained on {firmware.name} {firmware.release}, robot {robot_name!r} declares no firmware chain"]
+    if firmware is None:
+        return [f"firmware: model trained without a firmware actuator chain, robot {robot_name!r} flies {expected['name']} "
+                f"{expected['release']} ({expected['platform']}, {expected['propellers']} propellers): retrain on it"]
+    got = firmware.model_dump()
+    return [f"firmware {key}: model trained on {got[key]!r}, the robot's chain is {expected[key]!r} (retrain on the robot's chain)"
+            for key in ("name", "release", "platform", "propellers", "control_mode") if got[key] != expected[key]]
 
 
 ACTION_BOUND_RTOL = 1e-9

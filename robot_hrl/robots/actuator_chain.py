@@ -240,3 +240,14 @@ def chain_of(robot_name: str):
                              f"{exc}); the simulators need one") from None
         CHAINS[robot_name] = chain
     return chain
+
+
+def firmware_of(robot_name: str) -> dict | None:
+    """The firmware a robot's actuator chain is (its module's ``FIRMWARE``: name, release, platform, propellers,
+    control_mode), or None for a robot without a chain or a chain that names no firmware."""
+    try:
+        chain = chain_of(robot_name)
+    except ValueError:
+        return None
+    firmware = getattr(chain, "FIRMWARE", None)
+    return None if firmware is None else dict(firmware)

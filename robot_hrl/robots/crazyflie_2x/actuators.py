@@ -63,6 +63,13 @@ FIRMWARE_RELEASE = "2026.08"
 """The crazyflie-firmware release whose output stage this chain is (``deploy/crazyflie/firmware.py``
 FIRMWARE_RELEASE; a test checks they agree: robot_hrl does not import deploy)."""
 
+FIRMWARE: dict[str, str] = {
+    "name": "crazyflie-firmware", "release": FIRMWARE_RELEASE, "platform": "cf2", "propellers": "2.1+",
+    "control_mode": "controlModeForceTorque",
+}
+"""The firmware this chain is, as the policy contract records it (``PolicyContract.firmware``): the runtime refuses a
+model trained on another, and ``deploy/crazyflie`` checks it against the release it builds into."""
+
 # ---- crazyflie-firmware 2026.08, src/platform/interface/platform_defaults_cf2.h, CONFIG_CRAZYFLIE_21_PLUS ----
 VMOTOR2THRUST: tuple[float, float, float, float] = (
     -0.02476537915958403, 0.06523793527519485, -0.026792504967750107, 0.006776789303971145)
@@ -398,7 +405,7 @@ def rotor_speed_commands(robot: QuadrotorParams, wrench, battery_v: float | None
 
 
 __all__ = [
-    "FIRMWARE_RELEASE", "MATH", "NAME", "NUMPY", "PARAMETERS", "STATE", "THRUST2TORQUE_M", "THRUST_MAX_N", "THRUST_MIN_N",
+    "FIRMWARE", "FIRMWARE_RELEASE", "MATH", "NAME", "NUMPY", "PARAMETERS", "STATE", "THRUST2TORQUE_M", "THRUST_MAX_N", "THRUST_MIN_N",
     "VMOTOR2THRUST", "ChainConstants", "battery_current_a", "command", "compensate_battery_voltage", "constants", "derive",
     "firmware_pwm", "hold_command", "initial_state", "loaded_voltage_v", "max_rotor_force_n", "mix",
     "mix_wrench_to_rotor_thrusts", "mixed_rotor_thrusts", "motor_alpha", "motor_lag", "motor_pwm", "power_distribution_cap",
