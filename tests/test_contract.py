@@ -63,7 +63,7 @@ def test_contract_json_names_firmware_mode(contract):
 def test_hover_action_mixes_to_equal_rotor_thrust_equal_weight(contract):
     wrench = actions_to_wrench(contract.action, hover_actions(contract.action, CRAZYFLIE_2X))
     thrusts = mix_wrench_to_rotor_thrusts(CRAZYFLIE_2X, wrench)
-    np.testing.assert_allclose(thrusts, CRAZYFLIE_2X.weight_n / 4, rtol=1e-9)
+    np.testing.assert_allclose(thrusts, CRAZYFLIE_2X.weight_n / 4, atol=2e-6)  # (the firmware's int32 command: 1.8e-6 N)
 
 
 def test_mixer_matches_firmware_signs():
@@ -78,11 +78,16 @@ def test_mixer_matches_firmware_signs():
 
 
 def test_saturation_keeps_torque(contract):
+    """On a low battery (3.1 V: 0.122 N a rotor) the full thrust command saturates; the firmware's cap lowers every
+    motor by the same PWM, so most of the roll torque survives (not all: the fit is convex, an equal PWM drop takes more
+    force from the high rotors) and the thrust gives way."""
+    from robot_hrl.robots.crazyflie_2x.actuators import max_rotor_force_n
+
     wrench = np.array([CRAZYFLIE_2X.max_total_thrust_n, 1e-3, 0.0, 0.0])
-    thrusts = mix_wrench_to_rotor_thrusts(CRAZYFLIE_2X, wrench)
-    assert thrusts.max() <= CRAZYFLIE_2X.max_rotor_thrust_n + 1e-12
+    thrusts = mix_wrench_to_rotor_thrusts(CRAZYFLIE_2X, wrench, battery_v=3.1)
+    assert thrusts.max() <= float(max_rotor_force_n(3.1)) + 1e-9 and thrusts.sum() < CRAZYFLIE_2X.max_total_thrust_n
     tau_x = CRAZYFLIE_2X.allocation_matrix()[1] @ thrusts
-    assert tau_x == pytest.approx(1e-3, rel=1e-6)
+    assert 0.7e-3 < tau_x < 1e-3
 
 
 def test_action_round_trip(contract):
