@@ -1,0 +1,71 @@
+#!/usr/bin/env python
+"""A training checkpoint whose actor is an exported go-to policy (ONNX), to fine-tune it on a changed robot model.
+
+When the robot model changes under a shipped policy (issue 17: the firmware's actuator chain), the observation and
+action layouts stay, so the exported actor is a good start: this writes an rsl_rl checkpoint with the ONNX model's
+MLP weights and observation normalization in the actor, its actions mapped onto the current contract's bounds
+(the model's own bounds -> the current ones, folded into the last layer), a chosen exploration std, and the
+critic and optimizer of a fresh checkpoint of the current env (``--template``: e.g. ``model_0.pt`` of a run
+started with the current code). Then ``python sim/train.py --resume <out>``.
+
+    python -m sim.agents.warm_start --onnx models/crazyflie_goto.onnx --template runs/x/model_0.pt --out runs/warm/model_0.pt
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+
+def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, normalizer_count: float = 1e7) -> Path:
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract
+    from robot_hrl.robots import get_robot
+
+    model = onnx.load(str(onnx_path))
+    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    meta = {p.key: p.value for p in model.metadata_props}
+    contract = PolicyContract.from_json(meta[CONTRACT_METADATA_KEY])
+    current = get_robot(contract.robot.name).action_spec(contract.action.mode)
+    own = np.array([[t.low, t.high] for t in contract.action.terms])
+    cur = np.array([[t.low, t.high] for t in current.terms])
+    scale = (own[:, 1] - own[:, 0]) / (cur[:, 1] - cur[:, 0])
+    offset = (own[:, 0] - cur[:, 0]) / (cur[:, 1] - cur[:, 0]) * 2.0 + scale - 1.0
+    ckpt = torch.load(template, weights_only=False)
+    actor = ckpt["actor_state_dict"]
+    for name in ("mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "mlp.4.weight", "mlp.4.bias"):
+        value = torch.as_tensor(weights[f"policy.{name}"], dtype=torch.float32)
+        if actor[name].shape != value.shape:
+            raise SystemExit(f"{name}: the ONNX model's {tuple(value.shape)} does not fit the current actor's {tuple(actor[name].shape)}")
+        actor[name] = value.clone()
+    actor["mlp.4.weight"] = actor["mlp.4.weight"] * torch.as_tensor(scale, dtype=torch.float32)[:, None]
+    actor["mlp.4.bias"] = actor["mlp.4.bias"] * torch.as_tensor(scale, dtype=torch.float32) + torch.as_tensor(offset, dtype=torch.float32)
+    mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
+    std_obs = torch.as_tensor(weights["obs_std_plus_eps"], dtype=torch.float32)
+    actor["obs_normalizer._mean"], actor["obs_normalizer._std"], actor["obs_normalizer._var"] = mean, std_obs, std_obs * std_obs
+    actor["obs_normalizer.count"] = torch.tensor(normalizer_count, dtype=actor["obs_normalizer.count"].dtype)
+    actor["distribution.std_param"] = torch.full_like(actor["distribution.std_param"], std)
+    ckpt["iter"] = 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(ckpt, out)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--onnx", type=Path, required=True, help="the exported policy whose actor to start from")
+    p.add_argument("--template", type=Path, required=True, help="a checkpoint of the current env (its critic and optimizer are kept)")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--std", type=float, default=0.1, help="the actor's exploration std to start with")
+    args = p.parse_args(argv)
+    print(warm_start(args.onnx, args.template, args.out, args.std))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
