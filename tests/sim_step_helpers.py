@@ -64,7 +64,7 @@ def reference_reset_draws(env: GotoEnv, n: int, start_scale: float, generator: t
     """The configured reset distributions written plainly with torch.rand/randn/randint on a generator: the
     reference the counter-based draws of ``step_core.reset_draws`` are checked against (the eager step drew
     this way before every backend moved to the counter streams). Returns (state rows of the body, the rotor
-    speeds and the goal (20, n), parameter rows (13, n) in layout order, action latency steps (n,))."""
+    speeds, the battery and the goal (21, n), parameter rows (15, n) in layout order, action latency steps (n,))."""
     from sim.envs.math_utils import quat_from_rotvec, quat_mul
 
     g, cfg = generator, env.cfg
@@ -88,6 +88,8 @@ def reference_reset_draws(env: GotoEnv, n: int, start_scale: float, generator: t
             "thrust_coefficient_scale": uniform(1, *r.thrust_coefficient_scale_range),
             "torque_coefficient_scale": uniform(1, *r.torque_coefficient_scale_range),
             "motor_time_constant_s": torch.exp(uniform(1, math.log(tau_lo), math.log(tau_hi))).clamp(tau_lo, tau_hi),
+            "battery_open_circuit_v": uniform(1, *r.battery_open_circuit_range_v),
+            "battery_resistance_ohm": uniform(1, *r.battery_resistance_range_ohm),
             "disturbance_force_w": direction * uniform(1, 0.0, r.max_disturbance_force_n),
             "disturbance_torque_b": uniform(3, -r.max_disturbance_torque_nm, r.max_disturbance_torque_nm),
         }
@@ -96,7 +98,8 @@ def reference_reset_draws(env: GotoEnv, n: int, start_scale: float, generator: t
     else:
         one = torch.ones((n, 1))
         params = {"mass_scale": one, "inertia_scale": torch.ones((n, 3)), "thrust_coefficient_scale": one, "torque_coefficient_scale": one,
-                  "motor_time_constant_s": one * robot.motor_time_constant_s, "disturbance_force_w": torch.zeros((n, 3)),
+                  "motor_time_constant_s": one * robot.motor_time_constant_s, "battery_open_circuit_v": one * 3.8,
+                  "battery_resistance_ohm": one * 0.045, "disturbance_force_w": torch.zeros((n, 3)),
                   "disturbance_torque_b": torch.zeros((n, 3))}
         latency = torch.zeros(n, dtype=torch.long)
     pos = torch.empty((n, 3))
@@ -117,6 +120,9 @@ def reference_reset_draws(env: GotoEnv, n: int, start_scale: float, generator: t
     goal[:, 2] = goal[:, 2].clamp(min=cmd.min_goal_height_m)
     kf = robot.thrust_coefficient_n_per_rpm2 * params["thrust_coefficient_scale"]
     hover = torch.sqrt(robot.mass_kg * params["mass_scale"] * cfg.physics.gravity_mps2 / (4.0 * kf))
-    state = torch.cat((pos.t(), quat.t(), vel.t(), omega.t(), hover.t().expand(4, n), goal.t()))
+    # the battery sagged under the hover load (robot_hrl/robots/crazyflie_2x/actuators.py loaded_voltage_v)
+    weight = robot.mass_kg * params["mass_scale"] * cfg.physics.gravity_mps2
+    battery = params["battery_open_circuit_v"] - params["battery_resistance_ohm"] * (0.24 + (4.44 - 0.24) / (57.9e-3 * 9.80665) * weight)
+    state = torch.cat((pos.t(), quat.t(), vel.t(), omega.t(), hover.t().expand(4, n), battery.t(), goal.t()))
     rows = torch.cat([params[name].t() for name, _, _ in env.layout.params])
     return state, rows, latency

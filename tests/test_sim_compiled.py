@@ -193,7 +193,7 @@ def test_counter_reset_draws_follow_the_configured_distributions(start_scale):
     assert inside(q["mass"], 0.8, 1.3) and inside(q["inertia_y"], *r.inertia_scale_range)
     assert inside(q["kf"], *r.thrust_coefficient_scale_range) and inside(q["ktau"], *r.torque_coefficient_scale_range)
     assert inside(params[6], 0.02, 0.15) and inside(q["force"], 0.0, r.max_disturbance_force_n)
-    assert inside(params[L.param_rows("disturbance_torque_b")].flatten(), -r.max_disturbance_torque_nm, r.max_disturbance_torque_nm)
+    assert inside(params[env.layout.param_rows("disturbance_torque_b")].flatten(), -r.max_disturbance_torque_nm, r.max_disturbance_torque_nm)
     counts = torch.bincount(latency, minlength=4)
     assert latency.dtype == torch.long and counts[0] == 0 and (counts[1:] - n / 3).abs().max() < 0.02 * n
     assert inside(state[0:2].flatten(), -cmd.spawn_xy_half_extent_m, cmd.spawn_xy_half_extent_m)
@@ -202,7 +202,7 @@ def test_counter_reset_draws_follow_the_configured_distributions(start_scale):
     assert inside(q["tilt"], 0.0, cmd.max_initial_tilt_rad * start_scale)
     assert inside(q["speed"], 0.0, cmd.max_initial_speed_mps * start_scale)
     assert inside(state[10:13].flatten(), -cmd.max_initial_body_rate_radps * start_scale, cmd.max_initial_body_rate_radps * start_scale)
-    assert inside(q["goal_distance"], 0.0, cmd.subgoal_radius_m, reach=False) and q["goal_distance"].max() > 0.99 * cmd.subgoal_radius_m and (state[19] >= cmd.min_goal_height_m - 1e-6).all()
+    assert inside(q["goal_distance"], 0.0, cmd.subgoal_radius_m, reach=False) and q["goal_distance"].max() > 0.99 * cmd.subgoal_radius_m and (state[env.layout.rows("goal_w").stop - 1] >= cmd.min_goal_height_m - 1e-6).all()
     hover = torch.sqrt(env.robot.mass_kg * params[0] * cfg.physics.gravity_mps2 / (4 * env.robot.thrust_coefficient_n_per_rpm2 * params[4]))
     assert torch.allclose(state[13:17], hover.expand(4, n), rtol=1e-5)
     # the same distributions as plain generator draws (quantiles of every drawn quantity)
