@@ -19,6 +19,10 @@ from pathlib import Path
 import numpy as np
 
 
+NORMALIZER_EPS = 0.01
+"""rsl_rl's EmpiricalNormalization eps (its default, which the actor uses): the exported graph's obs_std_plus_eps is std + this."""
+
+
 def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, normalizer_count: float = 1e7) -> Path:
     import onnx
     import torch
@@ -46,7 +50,8 @@ def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, nor
     actor["mlp.4.weight"] = actor["mlp.4.weight"] * torch.as_tensor(scale, dtype=torch.float32)[:, None]
     actor["mlp.4.bias"] = actor["mlp.4.bias"] * torch.as_tensor(scale, dtype=torch.float32) + torch.as_tensor(offset, dtype=torch.float32)
     mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
-    std_obs = torch.as_tensor(weights["obs_std_plus_eps"], dtype=torch.float32)
+    # the graph divides by std + eps (rsl_rl's EmpiricalNormalization, eps 0.01): the normalizer keeps std alone
+    std_obs = torch.as_tensor(weights["obs_std_plus_eps"], dtype=torch.float32) - NORMALIZER_EPS
     actor["obs_normalizer._mean"], actor["obs_normalizer._std"], actor["obs_normalizer._var"] = mean, std_obs, std_obs * std_obs
     actor["obs_normalizer.count"] = torch.tensor(normalizer_count, dtype=actor["obs_normalizer.count"].dtype)
     actor["distribution.std_param"] = torch.full_like(actor["distribution.std_param"], std)
