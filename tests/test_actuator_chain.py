@@ -114,7 +114,8 @@ def test_command_agrees_on_floats_numpy_torch_and_c(c_chain, wrench, battery):
     c = np.zeros((4, N), np.float32)
     _c(c_chain, "h_command", N, _ptr(w32), _ptr(state), _ptr(derived), _ptr(c))
     _assert_same(floats, numpy, rtol=1e-14, atol=1e-9, what="Python floats vs numpy")
-    _assert_same(torch64, numpy, rtol=1e-12, atol=1e-9, what="torch float64 vs numpy")
+    # (torch's and numpy's float64 exp and log differ in the last bit; the cube roots' difference amplifies it)
+    _assert_same(torch64, numpy, rtol=1e-9, atol=1e-9, what="torch float64 vs numpy")
     _assert_same(c, torch32, rtol=2e-5, atol=0.05, what="C vs torch float32")
     assert np.all(np.isnan(numpy) | ((numpy >= 0.0) & (numpy <= actuators.PWM_FULL)))
     assert np.all(numpy[:, battery < actuators.MIN_SUPPLY_V] == 0.0)  # below 2 V: motors off
