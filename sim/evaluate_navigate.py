@@ -117,7 +117,7 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
     return planners
 
 
-RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_distance_m": 0.3, "slowdown_distance_m": 0.8,
+RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_distance_m": 0.5, "slowdown_distance_m": 1.0,
                         "slowdown_ratio": 0.4, "source_timeout_s": 0.35, "obstacles_angle_rad": 0.0873}
 """The range source's zones for the evaluation (docs/safety.md, "The shield without a map")."""
 
