@@ -26,6 +26,9 @@ use_stand_in_assets()
 TASK = "Isaac-Crazyflie-Goto-Direct"
 NUM_ENVS = 8
 EVAL = {"curriculum": {"enabled": False}, "randomization": {"motor_time_constant_train_range_s": None}}
+LEVEL = 0.5
+"""Levelling gain of the test's action sequence (normalized torque per unit of tilt): with the firmware chain's
+airframes (27-36 g, T/W down to 1.35) the open-loop sequence tumbled one of 8 bodies out of bounds within 1 s."""
 TOLERANCE = {"position_w": 1e-4, "quat_wxyz": 1e-4, "linear_velocity_w": 1e-4, "angular_velocity_b": 1e-3}
 
 
@@ -80,6 +83,7 @@ def test_parity_with_the_projects_simulator_over_one_second(env):
     import torch
 
     from sim.envs.goto_env import GotoEnv
+    from sim.envs.math_utils import quat_rotate_inverse
     from sim.envs.goto_env_cfg import GotoEnvCfg
 
     u = env.unwrapped
@@ -99,14 +103,19 @@ def test_parity_with_the_projects_simulator_over_one_second(env):
     from robot_hrl.contract import command_to_normalized
 
     hover_wrench = np.zeros((NUM_ENVS, 4))
-    hover_wrench[:, 0] = (u.quadrotor.mass_kg * u._param_columns()["mass_scale"]).double().numpy() * ref.cfg.physics.gravity_mps2
+    columns = u._param_columns()
+    hover_wrench[:, 0] = (u.quadrotor.mass_kg * columns["mass_scale"] / columns["thrust_coefficient_scale"]).double().numpy() \
+        * ref.cfg.physics.gravity_mps2  # the thrust each airframe's rotors need to deliver its weight (their scale drawn ±)
     hover = torch.tensor(command_to_normalized(u.contract.action, hover_wrench), dtype=torch.float32)
     phase = torch.rand(NUM_ENVS, 4, generator=torch.Generator().manual_seed(0)) * 2 * math.pi
     worst = dict.fromkeys(TOLERANCE, 0.0)
     for k in range(100):  # 1 s
         t = k * env.step_dt
         actions = hover + 0.1 * torch.sin(2 * math.pi * 1.5 * t + phase)
-        actions[:, 1:] -= 0.05 * ref.angular_velocity_b  # some damping: tilted, turning, but in bounds for 1 s
+        actions[:, 1:] -= 0.2 * ref.angular_velocity_b  # damping and a weak levelling: tilted, turning, but in bounds for 1 s
+        up_b = quat_rotate_inverse(ref.quat_wxyz, torch.tensor([0.0, 0.0, 1.0]).expand(NUM_ENVS, 3))
+        actions[:, 1] -= LEVEL * up_b[:, 1]  # roll back toward level
+        actions[:, 2] += LEVEL * up_b[:, 0]  # pitch back toward level
         _, reward_isaac, done_isaac, _ = env.step(actions.clone())
         _, reward_ref, done_ref, _ = ref.step(actions.clone())
         assert not done_isaac.any() and not done_ref.any(), f"an episode ended at step {k}"
