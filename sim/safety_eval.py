@@ -32,7 +32,6 @@ import numpy as np
 import torch
 
 from robot_hrl.contract import command_to_normalized
-from robot_hrl.robots import get_robot
 from robot_hrl.safety import Shield, ShieldInput, load_shield_config
 from robot_hrl.robots.quadrotor.shield import BackupController
 from robot_hrl.state import RobotState

@@ -106,7 +106,6 @@ def test_override_of_an_unknown_field_is_refused():
 def test_per_episode_success_agrees_with_the_tasks_logged_success_rate(env):
     """The wrapper's per-env success (Cartpole: survival to the time-out, the cart kept within 3 m) against the
     task's own Metrics/success_rate (a mean over the envs reset in a step), at every step with resets."""
-    import torch
 
     assert env.success is not None and env.success.name == "time-out (survival)"
     env.reset()

@@ -42,13 +42,10 @@ def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-
     if not checkpoints:
         raise ExportError(f"{run_dir} has no model_*.pt checkpoint; train first")
     actor = torch.load(checkpoints[-1], map_location="cpu", weights_only=False)
-    from sim.agents.ppo_navigate import ppo_navigate_cfg
-    from rsl_rl.models import MLPModel  # noqa: F401
     state = actor["actor_state_dict"]
     cfg = json.loads((run_dir / "train_cfg.json").read_text())
     obs = {"policy": torch.zeros(1, contract.observation_size)}
     from tensordict import TensorDict
-    from rsl_rl.runners.on_policy_runner import OnPolicyRunner as _R  # noqa: F401
     from rsl_rl.models import MLPModel as Model
     model = Model(TensorDict(obs, batch_size=[1]), {"actor": ["policy"]}, "actor", 2, **{k: v for k, v in cfg["actor"].items() if k != "class_name"})
     model.load_state_dict(state)
