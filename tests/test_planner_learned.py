@@ -181,3 +181,43 @@ def test_the_learned_planner_flies_a_held_out_room_in_the_node_graph(tmp_path, m
     assert len(level) >= 3, "no subgoal of the level's own on /subgoal"
     world = yaml.safe_load((out / "world" / "room_sparse_1000000003.yaml").read_text())
     assert world["obstacles"], "the generated room's world file holds its obstacles (the map's unit judges them too)"
+
+
+def test_hostile_range_streams_never_blind_the_unit(shield_parts):
+    """Readings at random (NaN, negative, +-inf, out of limits, good ones) in a random order: a refused reading
+    never replaces the last good one, and the unit's picture is always a distance in the sensor's limits or no
+    target; the level's conversion agrees on what it accepts."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    _, _, shield = shield_parts
+    unit = shield.unit("range_obstacles")
+    value = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.sampled_from([math.nan, -math.inf, math.inf, -0.2, 0.0]))
+
+    @settings(max_examples=200, deadline=None, derandomize=True)
+    @given(st.lists(st.tuples(st.sampled_from(["front", "back", "left", "right"]), value), min_size=1, max_size=30))
+    def run(stream):
+        unit.reset()
+        last = {}
+        for t, (name, r) in enumerate(stream):
+            spec = next(s for s in CRAZYFLIE_RANGERS if s.name == name)
+            bad = math.isnan(r) or (math.isfinite(r) and r < 0.0)
+            if bad:
+                with pytest.raises(ObservationError):
+                    unit.update(name, r, float(t))
+                with pytest.raises(ObservationError):
+                    range_for_observation(spec, r)
+            else:
+                assert unit.update(name, r, float(t)) is True
+                last[name] = r
+                assert spec.min_range_m <= range_for_observation(spec, r) <= spec.max_range_m
+            for i, s in enumerate(unit.specs):
+                got = unit.range_m[i]
+                if s.name not in last:
+                    assert math.isnan(got)
+                else:
+                    assert got == math.inf or s.min_range_m <= got < s.max_range_m
+                    if last[s.name] < s.min_range_m:
+                        assert got == s.min_range_m  # too close (-inf included) stays an obstacle
+
+    run()
