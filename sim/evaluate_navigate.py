@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+# run as a file, Python puts sim/ first on the path, where sim/pybullet would shadow the pybullet package
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

@@ -429,7 +429,8 @@ class PlannerNode:
         from robot_hrl.world import load_world
 
         if p["planner"] not in PLANNER_KINDS:
-            raise ConfigError(f"planner_node: planner={p['planner']!r}; choose one of {', '.join(PLANNER_KINDS)}")
+            raise ConfigError(f"planner_node: planner={p['planner']!r}; choose {', '.join(PLANNER_KINDS[:-1])} or "
+                              f"{PLANNER_KINDS[-1]}")
         if not float(p["subgoal_rate_hz"]) > 0:
             raise ConfigError(f"planner_node: subgoal_rate_hz={p['subgoal_rate_hz']!r} must be > 0")
         timeout = float(p["planning_timeout_s"])
