@@ -115,6 +115,10 @@ class HookedLogger(Logger):
         self.on_log(it, collect_time, learn_time)
 
 
+ACTOR_FROZEN_KEY = "actor_frozen_iterations"
+"""Train cfg key (not rsl_rl's): the first N iterations of ``learn`` update the critic alone."""
+
+
 class StopTraining(Exception):
     """Raised from the iteration hook to leave rsl_rl's loop after the current iteration."""
 
@@ -144,6 +148,9 @@ class TrainingRunner(OnPolicyRunner):
         self._bar = None
         self._iteration_start = 0.0
         self._step_s_at_start = 0.0
+        self.actor_frozen_iterations = int(train_cfg.get(ACTOR_FROZEN_KEY) or 0)
+        """The first this many iterations train the critic alone (the actor's parameters get no gradient): a fine-tune
+        from a warm-started actor needs a critic that knows it first (a fresh critic's advantages wrecked one)."""
 
     @property
     def main_process(self) -> bool:
@@ -156,6 +163,7 @@ class TrainingRunner(OnPolicyRunner):
         self._bar = tqdm(total=num_learning_iterations, desc="train", unit="it", disable=not (self.show_progress and self.main_process),
                          dynamic_ncols=True)
         self._iteration_start, self._step_s_at_start = time.perf_counter(), self.timed_env.step_s
+        self._freeze_actor(self.actor_frozen_iterations > 0)
         try:
             super().learn(num_learning_iterations, init_at_random_ep_len)
         except StopTraining:  # what rsl_rl does after its last iteration
@@ -168,6 +176,11 @@ class TrainingRunner(OnPolicyRunner):
             self.logger.writer.flush()
         return self.iterations_done
 
+    def _freeze_actor(self, frozen: bool) -> None:
+        """Stop (or restart) the actor's training: its parameters take no gradient, so Adam leaves them as they are."""
+        for parameter in self.alg.actor.parameters():
+            parameter.requires_grad_(not frozen)
+
     def _after_iteration(self, it: int, collect_time: float, learn_time: float) -> None:
         """Once per iteration, after rsl_rl's update and log (the checkpoint of the iteration, if due, follows)."""
         step_s = self.timed_env.step_s - self._step_s_at_start
@@ -175,6 +188,8 @@ class TrainingRunner(OnPolicyRunner):
         self.timers.inference_s += max(0.0, collect_time - step_s)
         self.timers.ppo_update_s += learn_time
         self.iterations_done += 1
+        if self.iterations_done == self.actor_frozen_iterations:
+            self._freeze_actor(False)
         logger = self.logger
         self._window.append((logger.successes, logger.episodes))
         logger.successes = logger.episodes = 0

@@ -23,7 +23,8 @@ NORMALIZER_EPS = 0.01
 """rsl_rl's EmpiricalNormalization eps (its default, which the actor uses): the exported graph's obs_std_plus_eps is std + this."""
 
 
-def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, normalizer_count: float = 1e7) -> Path:
+def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, normalizer_count: float = 1e7,
+               new_input_std: float = 0.03) -> Path:
     import onnx
     import torch
     from onnx import numpy_helper
@@ -42,6 +43,16 @@ def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, nor
     offset = (own[:, 0] - cur[:, 0]) / (cur[:, 1] - cur[:, 0]) * 2.0 + scale - 1.0
     ckpt = torch.load(template, weights_only=False)
     actor = ckpt["actor_state_dict"]
+    first = torch.as_tensor(np.array(weights["policy.mlp.0.weight"]), dtype=torch.float32)
+    old_inputs, new_inputs = first.shape[1], actor["mlp.0.weight"].shape[1]
+    if new_inputs > old_inputs:
+        # observation terms the exported policy did not have (appended last, e.g. the position error's integral):
+        # their input weights start at zero, so the warm-started policy acts exactly as the exported one
+        print(f"warm start: the template's actor has {new_inputs - old_inputs} inputs after the exported policy's "
+              f"{old_inputs}; their weights start at zero")
+        weights["policy.mlp.0.weight"] = np.concatenate((weights["policy.mlp.0.weight"], np.zeros((first.shape[0], new_inputs - old_inputs), np.float32)), axis=1)
+        weights["obs_mean"] = np.concatenate((weights["obs_mean"].reshape(-1), np.zeros(new_inputs - old_inputs, np.float32)))
+        weights["obs_std_plus_eps"] = np.concatenate((weights["obs_std_plus_eps"].reshape(-1), np.full(new_inputs - old_inputs, new_input_std + NORMALIZER_EPS, np.float32)))
     for name in ("mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "mlp.4.weight", "mlp.4.bias"):
         value = torch.as_tensor(weights[f"policy.{name}"], dtype=torch.float32)
         if actor[name].shape != value.shape:
@@ -52,6 +63,8 @@ def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, nor
     mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
     # the graph divides by std + eps (rsl_rl's EmpiricalNormalization, eps 0.01): the normalizer keeps std alone
     std_obs = torch.as_tensor(weights["obs_std_plus_eps"], dtype=torch.float32) - NORMALIZER_EPS
+    shape = actor["obs_normalizer._mean"].shape
+    mean, std_obs = mean.reshape(shape), std_obs.reshape(shape)
     actor["obs_normalizer._mean"], actor["obs_normalizer._std"], actor["obs_normalizer._var"] = mean, std_obs, std_obs * std_obs
     actor["obs_normalizer.count"] = torch.tensor(normalizer_count, dtype=actor["obs_normalizer.count"].dtype)
     actor["distribution.std_param"] = torch.full_like(actor["distribution.std_param"], std)
@@ -67,8 +80,14 @@ def main(argv=None) -> int:
     p.add_argument("--template", type=Path, required=True, help="a checkpoint of the current env (its critic and optimizer are kept)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--std", type=float, default=0.1, help="the actor's exploration std to start with")
+    p.add_argument("--new-input-std", type=float, default=0.03,
+                   help="the observation normalizer's std of inputs the exported policy lacks (their weights start at zero)")
+    p.add_argument("--normalizer-count", type=float, default=1e7,
+                   help="samples the observation normalizer counts as seen: its mean and std move by batch / (count + batch) "
+                   "per update (1e12 keeps the exported policy's normalization through a fine-tune: at 1e7 a 3.3 M-sample "
+                   "critic warm-up moved it by a quarter and the frozen actor's training success fell from 0.96 to 0.57)")
     args = p.parse_args(argv)
-    print(warm_start(args.onnx, args.template, args.out, args.std))
+    print(warm_start(args.onnx, args.template, args.out, args.std, args.normalizer_count, new_input_std=args.new_input_std))
     return 0
 
 
