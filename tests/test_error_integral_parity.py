@@ -18,13 +18,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robot_hrl.contract import GOTO_ERROR_INTEGRAL, ErrorIntegral, ObservationTerm, goto_contract
-from robot_hrl.contract.error_integral import TERM_NAME, ErrorIntegrator, integral_step, yaw_frame_error
+from robot_hrl.contract.error_integral import TERM_NAME, ErrorIntegrator, frame_error, integral_step, yaw_frame_error
 from robot_hrl.errors import ObservationError
 from robot_hrl.robots import CRAZYFLIE_2X
 from sim.envs.terms import error_integral as torch_integral
 
 RATE_HZ = 100.0
 SPEC = GOTO_ERROR_INTEGRAL
+YAW_SPEC = GOTO_ERROR_INTEGRAL.model_copy(update={"frame": "yaw_flu"})
+SPECS = {"world_enu": SPEC, "yaw_flu": YAW_SPEC}
 
 
 def _unit(q):
@@ -78,7 +80,7 @@ def _reference_run(seq, spec=SPEC):
         else:
             value = [min(max(decay * v + e / RATE_HZ, -spec.limit_m_s), spec.limit_m_s) for v, e in zip(value, previous)]
         w, x, y, z = quat
-        yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+        yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)) if spec.frame == "yaw_flu" else 0.0
         ex, ey, ez = (g - p for g, p in zip(subgoal, pos))
         previous = [math.cos(yaw) * ex + math.sin(yaw) * ey, -math.sin(yaw) * ex + math.cos(yaw) * ey, ez]
         last_goal = list(subgoal)
@@ -86,19 +88,21 @@ def _reference_run(seq, spec=SPEC):
     return np.array(out)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(tick, min_size=1, max_size=60), st.integers(0, 2**16))
-def test_numpy_integrator_is_the_definition(raw, seed):
-    seq = _sequence(raw, seed)
-    np.testing.assert_allclose(_numpy_run(seq), _reference_run(seq), atol=1e-9)
-
-
+@pytest.mark.parametrize("frame", SPECS)
 @settings(max_examples=40, deadline=None)
-@given(st.lists(tick, min_size=1, max_size=60), st.integers(0, 2**16))
-def test_torch_terms_match_numpy(raw, seed):
+@given(raw=st.lists(tick, min_size=1, max_size=60), seed=st.integers(0, 2**16))
+def test_numpy_integrator_is_the_definition(frame, raw, seed):
+    seq = _sequence(raw, seed)
+    np.testing.assert_allclose(_numpy_run(seq, SPECS[frame]), _reference_run(seq, SPECS[frame]), atol=1e-9)
+
+
+@pytest.mark.parametrize("frame", SPECS)
+@settings(max_examples=30, deadline=None)
+@given(raw=st.lists(tick, min_size=1, max_size=60), seed=st.integers(0, 2**16))
+def test_torch_terms_match_numpy(frame, raw, seed):
     """The step's torch columns (``sim/envs/terms/error_integral.py``) on the same ticks, float32."""
     seq = _sequence(raw, seed)
-    expected = _numpy_run(seq)
+    expected = _numpy_run(seq, SPECS[frame])
     value = (torch.zeros(1),) * 3
     previous, last_goal = None, None
     decay = math.exp(-1.0 / (RATE_HZ * SPEC.time_constant_s))
@@ -109,27 +113,31 @@ def test_torch_terms_match_numpy(raw, seed):
         else:
             value = torch_integral.integral_step(value, previous, decay, 1.0 / RATE_HZ, SPEC.limit_m_s)
         cols = lambda v: tuple(torch.tensor([float(x)], dtype=torch.float32) for x in v)  # noqa: E731
-        previous = torch_integral.yaw_frame_error(cols(pos), cols(quat), cols(subgoal))
+        previous = torch_integral.frame_error(cols(pos), cols(quat), cols(subgoal), frame == "yaw_flu")
         last_goal = subgoal
         np.testing.assert_allclose(torch.cat(value).numpy(), expected[k], atol=2e-6)
 
 
 @pytest.mark.parametrize("native", [False, True], ids=["eager", "native"])
-def test_simulator_step_matches_the_runtime(native):
+@pytest.mark.parametrize("frame", SPECS)
+def test_simulator_step_matches_the_runtime(native, frame, monkeypatch):
     """The env's state row, observed by the policy, against the numpy integrator replayed on the env's own ground truth
     (its positions, attitudes and goals before each step; a new episode where the env reset)."""
     from sim.envs import GotoEnv
     from sim.envs.goto_env_cfg import GotoEnvCfg
 
+    import robot_hrl.contract
+
+    monkeypatch.setattr(robot_hrl.contract, "GOTO_ERROR_INTEGRAL", SPECS[frame])  # what GotoEnvCfg.contract reads
     cfg = GotoEnvCfg()
     cfg.command.observe_error_integral = True
     cfg.physics.native = native
     cfg.command.episode_length_s = 0.6  # several resets within the run
     env = GotoEnv(cfg, num_envs=16, seed=11)
     names = [t.name for t in env.contract.observations]
-    assert names[-1] == TERM_NAME and env.contract.observations[-1].integral == GOTO_ERROR_INTEGRAL
+    assert names[-1] == TERM_NAME and env.contract.observations[-1].integral == SPECS[frame]
     start = env.contract.observation_size - 3
-    integrators = [ErrorIntegrator(GOTO_ERROR_INTEGRAL, env.contract.control_rate_hz) for _ in range(env.num_envs)]
+    integrators = [ErrorIntegrator(SPECS[frame], env.contract.control_rate_hz) for _ in range(env.num_envs)]
     g = torch.Generator().manual_seed(5)
     hover = torch.tensor([0.25, 0.0, 0.0, 0.0])
     compared = resets = 0
@@ -149,25 +157,25 @@ def test_simulator_step_matches_the_runtime(native):
     assert np.abs(env.get_observations()["critic"][:, start:start + 3].numpy()).max() > 0.0
 
 
-@pytest.fixture(scope="module")
-def host_controller(tmp_path_factory):
+@pytest.fixture(scope="module", params=list(SPECS))
+def host_controller(request, tmp_path_factory):
     from deploy.crazyflie.codegen import generate_project
     from deploy.crazyflie.example_model import build_mlp_onnx
     from deploy.crazyflie.host import HostController
 
     tmp = tmp_path_factory.mktemp("integral_c")
-    contract = goto_contract(CRAZYFLIE_2X, error_integral=GOTO_ERROR_INTEGRAL)
+    contract = goto_contract(CRAZYFLIE_2X, error_integral=SPECS[request.param])
     model = build_mlp_onnx(tmp / "m.onnx", contract=contract)
     project = generate_project(model, tmp / "cf")
     return HostController.build(project, tmp / "host"), contract
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(tick, min_size=1, max_size=60), st.integers(0, 2**16))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.lists(tick, min_size=1, max_size=60), seed=st.integers(0, 2**16))
 def test_generated_c_matches_numpy(host_controller, raw, seed):
     lib, contract = host_controller
     seq = _sequence(raw, seed)
-    expected = _numpy_run(seq)
+    expected = _numpy_run(seq, contract.observations[-1].integral)
     start = contract.observation_size - 3
     lib.reset_observation()
     for k, (pos, quat, subgoal, reset) in enumerate(seq):
@@ -183,7 +191,7 @@ def test_generated_c_matches_numpy(host_controller, raw, seed):
 def test_c_state_is_reset_by_the_controller_init(host_controller):
     lib, contract = host_controller
     start = contract.observation_size - 3
-    row = np.array([0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.05, 0, 1.0], dtype=np.float32)
+    row = np.array([0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.05, 0, 1.0], dtype=np.float32)  # level, 50 mm short in x
     for _ in range(20):
         obs, _ = lib.observation(row, np.zeros(4))
     assert obs[start] > 0.005  # 20 ticks of a 50 mm error
@@ -221,13 +229,16 @@ def test_contract_names_the_parameters_and_old_contracts_are_unchanged():
     assert "integral" not in plain.to_json()  # the shipped 22-input contracts serialize as before
     c = goto_contract(CRAZYFLIE_2X, error_integral=GOTO_ERROR_INTEGRAL)
     term = c.observations[-1]
-    assert c.observation_size == 25 and term.name == TERM_NAME and term.units == "m s" and term.clip == (-0.05, 0.05)
+    assert c.observation_size == 25 and term.name == TERM_NAME and term.units == "m s"
+    assert term.clip == (-SPEC.limit_m_s, SPEC.limit_m_s) and term.frame == SPEC.frame == "world_enu"
     again = type(c).from_json(c.to_json())
-    assert again.observations[-1].integral == ErrorIntegral(time_constant_s=2.0, limit_m_s=0.05, subgoal_change_m=0.001)
+    assert again.observations[-1].integral == ErrorIntegral(time_constant_s=2.0, limit_m_s=0.02, subgoal_change_m=0.001, frame="world_enu")
     with pytest.raises(Exception, match="error integral has 3 values"):
         ObservationTerm(name=TERM_NAME, size=4, frame="yaw_flu", units="m s", clip=(-1.0, 1.0), integral=GOTO_ERROR_INTEGRAL)
     with pytest.raises(Exception, match="greater than 0"):
-        ErrorIntegral(time_constant_s=0.0, limit_m_s=0.1, subgoal_change_m=0.001)
+        ErrorIntegral(time_constant_s=0.0, limit_m_s=0.1, subgoal_change_m=0.001, frame="world_enu")
+    with pytest.raises(Exception, match="world_enu"):
+        ErrorIntegral(time_constant_s=1.0, limit_m_s=0.1, subgoal_change_m=0.001, frame="body_flu")
 
 
 def test_compute_observation_without_the_integral_state_names_the_fix():
@@ -244,5 +255,6 @@ def test_integral_step_clips_and_decays():
     near = 0.99 * SPEC.limit_m_s
     value = integral_step(np.array([near, -near, 0.0]), np.array([10.0, -10.0, 0.0]), SPEC, RATE_HZ)
     assert value.tolist() == [SPEC.limit_m_s, -SPEC.limit_m_s, 0.0]
-    assert yaw_frame_error(np.zeros(3), np.array([math.cos(math.pi / 4), 0, 0, math.sin(math.pi / 4)]),
-                           np.array([0.0, 1.0, 0.0])) == pytest.approx([1.0, 0.0, 0.0], abs=1e-12)  # 90 deg yaw: y ahead
+    yawed = np.array([math.cos(math.pi / 4), 0, 0, math.sin(math.pi / 4)])  # 90 deg yaw: world y ahead
+    assert yaw_frame_error(np.zeros(3), yawed, np.array([0.0, 1.0, 0.0])) == pytest.approx([1.0, 0.0, 0.0], abs=1e-12)
+    assert frame_error(np.zeros(3), yawed, np.array([0.0, 1.0, 0.0]), "world_enu").tolist() == [0.0, 1.0, 0.0]

@@ -299,13 +299,23 @@ def _integral_update(term, control_rate_hz: float) -> str:
       policyIntegral[i] = moved ? 0.0f : policy_clip(v, -{limit}, {limit});
       policyIntegralSubgoal[i] = sg[i];
     }}
-    /* this tick's error in the yaw frame: the body x axis's horizontal direction from r (column 0) */
-    const float ex = sg[0] - state->position.x, ey = sg[1] - state->position.y, ez = sg[2] - state->position.z;
+{_error_in_frame(spec.frame)}
+    policyIntegralValid = true;
+  }}"""
+
+
+def _error_in_frame(frame: str) -> str:
+    """C of this tick's error (ex, ey, ez: subgoal minus position, world) in the integral's frame."""
+    head = "    const float ex = sg[0] - state->position.x, ey = sg[1] - state->position.y, ez = sg[2] - state->position.z;\n"
+    if frame == "world_enu":
+        return head + """    /* this tick's error, world ENU */
+    policyIntegralError[0] = ex;
+    policyIntegralError[1] = ey;
+    policyIntegralError[2] = ez;"""
+    return head + f"""    /* this tick's error in the yaw frame: the body x axis's horizontal direction from r (column 0) */
     float hn = sqrtf(r[0] * r[0] + r[3] * r[3]);
     hn = hn < {c_float(MIN_HEADING_NORM)} ? {c_float(MIN_HEADING_NORM)} : hn;
     const float yc = r[0] / hn, ys = r[3] / hn;
     policyIntegralError[0] = yc * ex + ys * ey;
     policyIntegralError[1] = -ys * ex + yc * ey;
-    policyIntegralError[2] = ez;
-    policyIntegralValid = true;
-  }}"""
+    policyIntegralError[2] = ez;"""

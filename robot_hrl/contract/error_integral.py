@@ -4,7 +4,8 @@ A policy that sees only the current error settles where its thrust balances the 
 heavier airframe or a sagging battery leaves a steady-state offset (issue 17: 38.8 mm at 36 g). This term gives
 the policy integral action. Its definition, once (``ErrorIntegral`` in the contract carries the numbers):
 
-    e_k   = R_z(-yaw_k) (subgoal_k - position_k)              the error the policy sees on tick k, yaw frame, m
+    e_k   = subgoal_k - position_k                             the error the policy sees on tick k, m: world ENU
+                                                               (frame world_enu), or rotated by R_z(-yaw_k) (yaw_flu)
     I_0   = 0                                                  on the first tick after a reset or a subgoal move
     I_k   = clip(exp(-dt / tau) I_{k-1} + dt e_{k-1}, -L, L)   every other tick; dt = 1 / control rate
 
@@ -21,8 +22,8 @@ import numpy as np
 
 from robot_hrl.contract.schema import ErrorIntegral
 
-TERM_NAME = "position_error_integral_yaw"
-"""The contract term (size 3, units m s, frame yaw_flu)."""
+TERM_NAME = "position_error_integral"
+"""The contract term (size 3, units m s, frame world_enu or yaw_flu: ``ErrorIntegral.frame``)."""
 
 MIN_HEADING_NORM = 1e-6
 """Below this horizontal length of the body x axis (pointing straight up or down) the yaw is taken from it anyway,
@@ -40,6 +41,15 @@ def yaw_frame_error(position_w: np.ndarray, quat_wxyz: np.ndarray, subgoal_w: np
     h = np.maximum(np.sqrt(r00 * r00 + r10 * r10), MIN_HEADING_NORM)
     c, s = r00 / h, r10 / h
     return np.stack((c * ex + s * ey, -s * ex + c * ey, ez), axis=-1)
+
+
+def frame_error(position_w: np.ndarray, quat_wxyz: np.ndarray, subgoal_w: np.ndarray, frame: str) -> np.ndarray:
+    """Subgoal minus position in the integral's ``frame`` ('world_enu' or 'yaw_flu'), m."""
+    if frame == "world_enu":
+        return subgoal_w - position_w
+    if frame == "yaw_flu":
+        return yaw_frame_error(position_w, quat_wxyz, subgoal_w)
+    raise ValueError(f"unknown error-integral frame {frame!r}; 'world_enu' or 'yaw_flu'")
 
 
 def decay(spec: ErrorIntegral, control_rate_hz: float) -> float:
@@ -63,7 +73,7 @@ class ErrorIntegrator:
         self.spec = spec
         self.control_rate_hz = float(control_rate_hz)
         self.value = np.zeros(3)
-        """The integral of the latest tick, yaw frame, m s."""
+        """The integral of the latest tick, in ``spec.frame``, m s."""
         self._previous_error: np.ndarray | None = None
         self._subgoal: np.ndarray | None = None
 
@@ -82,7 +92,8 @@ class ErrorIntegrator:
         else:
             self.value = integral_step(self.value, self._previous_error, self.spec, self.control_rate_hz)
         self._subgoal = subgoal
-        self._previous_error = yaw_frame_error(np.asarray(position_w, dtype=np.float64), np.asarray(quat_wxyz, dtype=np.float64), subgoal)
+        self._previous_error = frame_error(np.asarray(position_w, dtype=np.float64), np.asarray(quat_wxyz, dtype=np.float64), subgoal,
+                                           self.spec.frame)
         return self.value.copy()
 
 

@@ -31,7 +31,8 @@ class ErrorIntegral(BaseModel):
 
     Each control tick (period ``1 / control_rate_hz`` of the contract) the integral decays by
     ``exp(-dt / time_constant_s)``, adds ``dt`` times the position error the policy saw on the previous tick
-    (subgoal minus position, rotated into the robot's yaw frame), and is clipped to ``[-limit_m_s, limit_m_s]``
+    (subgoal minus position, in ``frame``: world ENU, or rotated into the robot's yaw frame), and is clipped to
+    ``[-limit_m_s, limit_m_s]``
     per axis (anti-windup). It restarts at zero on the first tick after a reset and whenever the subgoal moves
     by more than ``subgoal_change_m``. A runtime builds it from these numbers alone.
     """
@@ -40,7 +41,8 @@ class ErrorIntegral(BaseModel):
     time_constant_s: float = Field(gt=0, description="leak time constant, s")
     limit_m_s: float = Field(gt=0, description="anti-windup clip of each axis, m s")
     subgoal_change_m: float = Field(ge=0, description="a subgoal move larger than this (any axis, m) restarts the integral")
-    frame: Literal["yaw_flu"] = Field(default="yaw_flu", description="the error's frame: world ENU rotated by the robot's yaw")
+    frame: Literal["world_enu", "yaw_flu"] = Field(
+        description="the error's frame: 'world_enu', or 'yaw_flu' (world ENU rotated by minus the robot's yaw: x along its heading)")
 
 
 class ObservationTerm(BaseModel):

@@ -24,7 +24,8 @@ NORMALIZER_EPS = 0.01
 
 
 def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, normalizer_count: float = 1e7,
-               new_input_std: float = 0.03, integral_gain_per_s: float = 0.0) -> Path:
+               new_input_std: float = 0.03, integral_gain_per_s: float = 0.0,
+               integral_gain_xy_per_s: float = 0.0) -> Path:
     import onnx
     import torch
     from onnx import numpy_helper
@@ -51,13 +52,15 @@ def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, nor
         print(f"warm start: the template's actor has {new_inputs - old_inputs} inputs after the exported policy's "
               f"{old_inputs}; their weights start at zero")
         weights["policy.mlp.0.weight"] = np.concatenate((weights["policy.mlp.0.weight"], np.zeros((first.shape[0], new_inputs - old_inputs), np.float32)), axis=1)
-        if integral_gain_per_s:
-            # the integral's z column starts as the z error's column times the gain: the policy sees e_z + c I_z as its
-            # height error (proportional plus integral action on the axis a heavier airframe or a weak battery sags in)
-            std_ez = float(np.asarray(weights["obs_std_plus_eps"]).reshape(-1)[2])
-            column = np.asarray(weights["policy.mlp.0.weight"])[:, 2] * integral_gain_per_s * (new_input_std + NORMALIZER_EPS) / std_ez
-            weights["policy.mlp.0.weight"][:, old_inputs + 2] = column
-            print(f"warm start: the integral's z input starts at {integral_gain_per_s} /s times the z error's weights")
+        gains = (integral_gain_xy_per_s, integral_gain_xy_per_s, integral_gain_per_s)
+        if any(gains):
+            # the integral's columns start as the error's columns times a gain: the policy sees e + c I as its error,
+            # proportional plus integral action (the integral in the error's frame, world ENU: GOTO_ERROR_INTEGRAL)
+            std_e = np.asarray(weights["obs_std_plus_eps"]).reshape(-1)[:3]
+            w0 = np.asarray(weights["policy.mlp.0.weight"])
+            for axis, gain in enumerate(gains):
+                w0[:, old_inputs + axis] = w0[:, axis] * gain * (new_input_std + NORMALIZER_EPS) / float(std_e[axis])
+            print(f"warm start: the integral's inputs start at {gains} /s (x, y, z) times the error's weights")
         weights["obs_mean"] = np.concatenate((weights["obs_mean"].reshape(-1), np.zeros(new_inputs - old_inputs, np.float32)))
         weights["obs_std_plus_eps"] = np.concatenate((weights["obs_std_plus_eps"].reshape(-1), np.full(new_inputs - old_inputs, new_input_std + NORMALIZER_EPS, np.float32)))
     for name in ("mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "mlp.4.weight", "mlp.4.bias"):
@@ -96,9 +99,11 @@ def main(argv=None) -> int:
     p.add_argument("--integral-gain-per-s", type=float, default=0.0,
                    help="start the position error integral's z input at this gain (1/s) times the z error's input weights "
                    "(0: zero weights, the exported policy exactly)")
+    p.add_argument("--integral-gain-xy-per-s", type=float, default=0.0,
+                   help="the same for the integral's x and y inputs (the integral must be in the error's frame, world ENU)")
     args = p.parse_args(argv)
     print(warm_start(args.onnx, args.template, args.out, args.std, args.normalizer_count, new_input_std=args.new_input_std,
-                     integral_gain_per_s=args.integral_gain_per_s))
+                     integral_gain_per_s=args.integral_gain_per_s, integral_gain_xy_per_s=args.integral_gain_xy_per_s))
     return 0
 
 

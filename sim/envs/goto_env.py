@@ -81,7 +81,7 @@ class GotoEnv(VecEnv):
     rotor_rpm = _rows_view("rotor_speed_rpm")
     goal_w = _rows_view("goal_w")
     last_action = _rows_view("last_action")
-    position_error_integral_yaw = _rows_view("position_error_integral_yaw")
+    position_error_integral = _rows_view("position_error_integral")
     """(N, 3) the position error's leaky integral, yaw frame, m s (robot_hrl.contract.error_integral)."""
     action_buffer = _StateView(lambda env: env._state[env.layout.buffer].view(env.layout.latency_slots, env.num_actions, env.num_envs)
                                .permute(2, 0, 1))

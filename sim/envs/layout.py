@@ -48,7 +48,7 @@ def task_state(num_actions: int) -> tuple[StateField, ...]:
         StateField("goal_w", 3, "the episode's goal, world ENU, m"),
         StateField("last_action", num_actions, "the previous normalized action (zero after a reset)"),
         StateField("sq_error_sum", 1, "sum over the episode of the squared distance to the goal, m^2"),
-        StateField("position_error_integral_yaw", 3, "the leaky integral of the position error, yaw frame, m s "
+        StateField("position_error_integral", 3, "the leaky integral of the position error, yaw frame, m s "
                    "(robot_hrl.contract.error_integral; zero after a reset)"),
     )
 

@@ -95,7 +95,7 @@ class SkillDrivenQuadrotor:
         env = self.env
         inputs = {"position_w": env.position_w, "quat_wxyz": env.quat_wxyz, "linear_velocity_w": env.linear_velocity_w,
                   "angular_velocity_b": env.angular_velocity_b, "subgoal_w": subgoal_w, "last_action": self.skill_last_action,
-                  "position_error_integral_yaw": env.position_error_integral_yaw}
+                  "position_error_integral": env.position_error_integral}
         return obs_terms.compute_observation(self.terms, inputs, self.noise_std, self.generator)
 
     def new_subgoal(self) -> None:
@@ -108,7 +108,7 @@ class SkillDrivenQuadrotor:
         if self._env_obs is None:
             if self.subgoal_change_m is not None:  # a subgoal moved: its integral starts again (as the runtime's)
                 moved = (subgoal_w - self.env.goal_w).abs().amax(dim=-1) > self.subgoal_change_m
-                self.env.position_error_integral_yaw[moved] = 0.0
+                self.env.position_error_integral[moved] = 0.0
             obs = self.skill_observation(subgoal_w)
             self.env.goal_w[:] = subgoal_w
         else:
@@ -136,7 +136,7 @@ class SkillDrivenQuadrotor:
         env.rotor_rpm[ids] = float(self.robot.hover_rpm)
         env.goal_w[ids] = position_w
         env.last_action[ids] = 0.0
-        env.position_error_integral_yaw[ids] = 0.0
+        env.position_error_integral[ids] = 0.0
         env.episode_length_buf[ids] = 0
         self.skill_last_action[ids] = 0.0
         self._env_obs = None

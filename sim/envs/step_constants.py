@@ -46,6 +46,8 @@ class StepConstants(NamedTuple):
     """The position error's integral: exp(-dt / time constant) per control step (robot_hrl.contract.error_integral)."""
     integral_dt_s: float
     integral_limit_m_s: float
+    integral_yaw_frame: bool
+    """The error is rotated into the yaw frame (the contract's frame 'yaw_flu'), else world ENU."""
 
 
 class ResetConstants(NamedTuple):
@@ -130,6 +132,7 @@ def fused_constants(cfg: GotoEnvCfg, robot: QuadrotorParams, contract: PolicyCon
             position_fine_scale_m=w.position_fine_scale_m, velocity_weight=w.velocity_weight,
             angular_velocity_weight=w.angular_velocity_weight, tilt_weight=w.tilt_weight, termination_weight=w.termination_weight,
             integral_decay=error_integral.decay(spec, cmd.control_rate_hz), integral_dt_s=step_dt, integral_limit_m_s=spec.limit_m_s,
+            integral_yaw_frame=spec.frame == "yaw_flu",
         ),
         reset=ResetConstants(
             randomize=rcfg.enabled,

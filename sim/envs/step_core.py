@@ -136,8 +136,8 @@ def physics_rows(
     pos, quat, vel, omega = (_rows(state, L.rows(n)) for n in ("position_w", "quat_wxyz", "linear_velocity_w", "angular_velocity_b"))
     goal, last_action = _rows(state, L.rows("goal_w")), _rows(state, L.rows("last_action"))
     # the position error's integral advances with the error the policy saw (the state before the physics)
-    integral = error_integral.integral_step(_rows(state, L.rows("position_error_integral_yaw")),
-                                            error_integral.yaw_frame_error(pos, quat, goal),
+    integral = error_integral.integral_step(_rows(state, L.rows("position_error_integral")),
+                                            error_integral.frame_error(pos, quat, goal, c.integral_yaw_frame),
                                             c.integral_decay, c.integral_dt_s, c.integral_limit_m_s)
     touched = None
     for _ in range(c.decimation):
@@ -265,7 +265,7 @@ def observation_rows(
     inputs = {name: state[L.rows(key)] for name, key in (
         ("position_w", "position_w"), ("quat_wxyz", "quat_wxyz"), ("linear_velocity_w", "linear_velocity_w"),
         ("angular_velocity_b", "angular_velocity_b"), ("subgoal_w", "goal_w"), ("last_action", "last_action"),
-        ("position_error_integral_yaw", "position_error_integral_yaw"))}
+        ("position_error_integral", "position_error_integral"))}
     raw = [v for name in f.term_names for v in obs_terms.SOA_OBSERVATION_TERMS[name](inputs)]
     clean = [v.clamp(lo, hi) for v, lo, hi in zip(raw, f.obs_low, f.obs_high)]
     rows = noise_rows(f.noise_std)

@@ -33,7 +33,7 @@ No FMA contraction: the results stay within float rounding of torch's, which has
 OPENMP_FLAGS = ("-fopenmp",)
 
 TERM_SIZES = {"subgoal_error_w": 3, "rotation_matrix_wb": 9, "linear_velocity_w": 3, "angular_velocity_b": 3, "last_action": 4,
-              "position_error_integral_yaw": 3}
+              "position_error_integral": 3}
 """The contract's observation terms control_step.c implements, and their columns."""
 
 
@@ -82,7 +82,7 @@ def config_header(f: FusedConstants) -> str:
         "INTEGRAL_DECAY": c.integral_decay, "INTEGRAL_DT_S": c.integral_dt_s, "INTEGRAL_LIMIT_M_S": c.integral_limit_m_s,
     }
     ints = {
-        "DECIMATION": c.decimation, "TERMINATE_ON_GROUND_CONTACT": bool(c.terminate_on_ground_contact),
+        "DECIMATION": c.decimation, "INTEGRAL_YAW_FRAME": bool(c.integral_yaw_frame), "TERMINATE_ON_GROUND_CONTACT": bool(c.terminate_on_ground_contact),
         "MAX_EPISODE_LENGTH": f.max_episode_length, "LATENCY_SLOTS": f.layout.latency_slots, "RANDOMIZE": bool(r.randomize),
         "LATENCY_LO": r.action_latency_steps_range[0], "LATENCY_HI": r.action_latency_steps_range[1],
         "OBS_POLICY": len(f.obs_low), "OBS_CRITIC": len(f.obs_low) + f.layout.privileged_size, "NOISE_PAIRS": pairs,

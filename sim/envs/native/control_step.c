@@ -140,14 +140,18 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         {
             float iex = s_in[(ROW_GOAL_W + 0) * n + e] - px, iey = s_in[(ROW_GOAL_W + 1) * n + e] - py;
             float iez = s_in[(ROW_GOAL_W + 2) * n + e] - pz;
+#if INTEGRAL_YAW_FRAME
             float r00 = 1.0f - 2.0f * (qy * qy + qz * qz), r10 = 2.0f * (qx * qy + qw * qz);
             float h = sqrtf(r00 * r00 + r10 * r10);
             h = h < 1e-6f ? 1e-6f : h;
             float c = r00 / h, sn = r10 / h;
             float err[3] = {c * iex + sn * iey, -sn * iex + c * iey, iez};
+#else
+            float err[3] = {iex, iey, iez};
+#endif
             UNROLL
             for (int i = 0; i < 3; i++)
-                integral[i] = clampf(INTEGRAL_DECAY * s_in[(ROW_POSITION_ERROR_INTEGRAL_YAW + i) * n + e] + INTEGRAL_DT_S * err[i],
+                integral[i] = clampf(INTEGRAL_DECAY * s_in[(ROW_POSITION_ERROR_INTEGRAL + i) * n + e] + INTEGRAL_DT_S * err[i],
                                      -INTEGRAL_LIMIT_M_S, INTEGRAL_LIMIT_M_S);
         }
         float v[3], w[3];
@@ -264,7 +268,7 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         for (int a = 0; a < NUM_ACTIONS; a++) s_out[(ROW_LAST_ACTION + a) * n + e] = act[a] * keep;
         s_out[ROW_SQ_ERROR_SUM * n + e] = sq_error * keep;
         UNROLL
-        for (int i = 0; i < 3; i++) s_out[(ROW_POSITION_ERROR_INTEGRAL_YAW + i) * n + e] = done > 0.0f ? 0.0f : integral[i]; /* where(dones, 0, I): a NaN integral too */
+        for (int i = 0; i < 3; i++) s_out[(ROW_POSITION_ERROR_INTEGRAL + i) * n + e] = done > 0.0f ? 0.0f : integral[i]; /* where(dones, 0, I): a NaN integral too */
         UNROLL
         for (int a = 0; a < NUM_ACTIONS; a++) s_out[BUFFER * n + a * n + e] = act[a] * keep;
         UNROLL
@@ -388,10 +392,10 @@ static void observation_block(int64_t n, int64_t lo, int64_t hi, uint32_t noise_
         UNROLL
         for (int i = 0; i < NUM_ACTIONS; i++) policy[(TERM_LAST_ACTION + i) * n + e] = s[(ROW_LAST_ACTION + i) * n + e];
 #endif
-#if TERM_POSITION_ERROR_INTEGRAL_YAW >= 0
+#if TERM_POSITION_ERROR_INTEGRAL >= 0
         UNROLL
         for (int i = 0; i < 3; i++)
-            policy[(TERM_POSITION_ERROR_INTEGRAL_YAW + i) * n + e] = s[(ROW_POSITION_ERROR_INTEGRAL_YAW + i) * n + e];
+            policy[(TERM_POSITION_ERROR_INTEGRAL + i) * n + e] = s[(ROW_POSITION_ERROR_INTEGRAL + i) * n + e];
 #endif
         (void)qw; (void)qx; (void)qy; (void)qz;
     }

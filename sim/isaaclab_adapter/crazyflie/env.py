@@ -75,7 +75,6 @@ class CrazyflieGotoEnv(DirectRLEnv):
     def __init__(self, cfg: CrazyflieGotoEnvCfg, render_mode: str | None = None, **kwargs):
         self.goto: GotoEnvCfg = configure(cfg)  # sim.dt, decimation, episode length and the USD from the GotoEnvCfg
         self.quadrotor = get_robot(self.goto.robot)
-        cmd = self.goto.command
         self.contract = self.goto.contract(self.quadrotor)
         self._fused = f = fused_constants(self.goto, self.quadrotor, self.contract)
         self.layout = f.layout
@@ -148,10 +147,11 @@ class CrazyflieGotoEnv(DirectRLEnv):
         # the position error's integral advances with the error the policy saw (as step_core.physics_rows; resets zero it)
         c = f.step
         integral = error_integral.integral_step(
-            tuple(self._state[L.rows("position_error_integral_yaw")]),
-            error_integral.yaw_frame_error(tuple(self._rows("position_w")), tuple(self._rows("quat_wxyz")), tuple(self._rows("goal_w"))),
+            tuple(self._state[L.rows("position_error_integral")]),
+            error_integral.frame_error(tuple(self._rows("position_w")), tuple(self._rows("quat_wxyz")), tuple(self._rows("goal_w")),
+                                       c.integral_yaw_frame),
             c.integral_decay, c.integral_dt_s, c.integral_limit_m_s)
-        self._state[L.rows("position_error_integral_yaw")] = torch.stack(integral)
+        self._state[L.rows("position_error_integral")] = torch.stack(integral)
         self._touched.zero_()
         self._substep = 0
 

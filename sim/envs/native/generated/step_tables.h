@@ -12,7 +12,7 @@ enum {
     ROW_GOAL_W = 18, /* 3 */
     ROW_LAST_ACTION = 21, /* 4 */
     ROW_SQ_ERROR_SUM = 25, /* 1 */
-    ROW_POSITION_ERROR_INTEGRAL_YAW = 26, /* 3 */
+    ROW_POSITION_ERROR_INTEGRAL = 26, /* 3 */
     BUFFER = 29,
     STATE_ROWS = 37,
 };
