@@ -148,21 +148,8 @@ class DynamicsModel:
 
     # ---- the stopping-model protocol (robot_hrl.safety.stopping) ------------------------------
     def stopping_box(self, tick) -> tuple:
-        """:func:`stopping_box` between the commanded thrust and the motors' estimated thrust, with the body
-        rates this command commits the robot to (:meth:`committed_rates`)."""
-        return stopping_box(self, tick.p, tick.v, tick.r, self.committed_rates(tick), tick.cmd[0], tick.est[0])
-
-    def committed_rates(self, tick) -> tuple:
-        """Roll and pitch rates with what this command's change of torque commits the robot to: the measured rates
-        plus ``T_m g (tau_cmd - tau_est) / J``, the rate a torque step into a motor with the design (slowest) time
-        constant ``T_m`` still adds after one tick (``g`` the per-tick gain of that lag, ``tau_est`` the torque the
-        motors hold now), even when the backup takes over at the next tick. A torque the motors already hold (a
-        policy's steady command) adds nothing here: its effect shows in the measured rates. Issue #16: handed control
-        back 0.1 m from a wall after a hold, the adversary stepped to full roll and pitch torque for two ticks;
-        judged on the rates then (0.1-0.5 rad/s) the stopping box did not see the 19-degree swing toward the wall
-        coming."""
-        w, est, cmd, k = tick.w, tick.est, tick.cmd, self.design_motor_tau * self.estimate_gain
-        return (w[0] + k * (cmd[1] - est[1]) / self.inertia[0], w[1] + k * (cmd[2] - est[2]) / self.inertia[1], w[2])
+        """:func:`stopping_box` between the commanded thrust and the motors' estimated thrust."""
+        return stopping_box(self, tick.p, tick.v, tick.r, tick.w, tick.cmd[0], tick.est[0])
 
     def predicted_speed(self, tick, horizon_s: float) -> float:
         return predicted_speed(tick, self, horizon_s)
