@@ -65,6 +65,7 @@ class OdometryCfg(BaseModel):
     position_margin_m: float = Field(gt=0.0, le=1.0, description="position noise on top of the physically possible motion")
     velocity_margin_mps: float = Field(gt=0.0, le=5.0, description="velocity noise on top of the physically possible change")
     rest_height_m: float = Field(ge=0.0, le=1.0, description="a pose this close above the floor may repeat exactly (at rest)")
+    rest_speed_mps: float = Field(ge=0.0, le=1.0, description="... if the sample's own speed is at most this (at rest)")
     frozen_after_s: float = Field(gt=0.0, le=1.0, description="a pose repeated exactly this long off the ground: frozen_state")
     driving_frozen_s: float = Field(gt=0.0, le=10.0, description="on the ground with the actuators driving: the same, after this long")
     consistency_window_s: float = Field(gt=0.0, le=10.0, description="the position is checked against the integrated velocity over this window")
@@ -126,6 +127,7 @@ class OdometryUnit(ShieldUnit):
         """The jump that latched the source's refusal ('position_jump' or 'velocity_jump'), None while trusted."""
         self.last_rejection = ""
         self.rest_height_m = cfg.rest_height_m
+        self.rest_speed_mps = cfg.rest_speed_mps
         self.frozen_after_s = cfg.frozen_after_s
         self.driving_frozen_s = cfg.driving_frozen_s
         self.consistency_window_s = cfg.consistency_window_s
@@ -180,7 +182,7 @@ class OdometryUnit(ShieldUnit):
             if dt == 0.0:
                 return ""
             if p == p0 and q == q0:  # the same pose under a newer stamp
-                frozen = self._frozen(stamp, p, now_s)
+                frozen = self._frozen(stamp, p, v, now_s)
                 if frozen is not None:
                     return frozen
             else:
@@ -207,18 +209,23 @@ class OdometryUnit(ShieldUnit):
         self.accepted += 1
         return None
 
-    def _frozen(self, stamp: float, p: list, now_s: float) -> str | None:
-        """The latest accepted pose again under a newer stamp: '' (not news), a refusal, or None (at rest: accepted)."""
+    def _frozen(self, stamp: float, p: list, v: list, now_s: float) -> str | None:
+        """The latest accepted pose again under a newer stamp: '' (not news), a refusal, or None (at rest: accepted).
+
+        At rest means on the ground (``rest_height_m``) with the sample's own twist saying so (``rest_speed_mps``):
+        a pose replayed near the floor under a live twist that says the robot moves is not a robot at rest."""
         if self._same_since is None:
             self._same_since = self._last[0]
         self.repeats += 1
         run_s = stamp - self._same_since
-        if p[2] > self.floor_z_m + self.rest_height_m:  # off the ground: an estimator's output never repeats exactly
+        moving = math.sqrt(sum(c * c for c in v)) > self.rest_speed_mps
+        if moving or p[2] > self.floor_z_m + self.rest_height_m:  # an estimator's output never repeats exactly in motion
             if run_s <= self.frozen_after_s:
                 return ""  # not news: the state is not refreshed (it ages; the watchdog judges it)
             self.distrusted = "frozen_state"
             return self._refuse(now_s, "frozen_state", f"the same pose for {run_s:.3g} s under newer stamps, "
-                                f"{p[2] - self.floor_z_m:.3g} m above the floor (a hung estimator or a replayed pose)")
+                                f"{p[2] - self.floor_z_m:.3g} m above the floor, twist {math.sqrt(sum(c * c for c in v)):.3g} m/s "
+                                "(a hung estimator or a replayed pose)")
         driving = self._driving_since
         if driving is not None and stamp - max(driving, self._same_since) > self.driving_frozen_s:
             self.distrusted = "frozen_state"
