@@ -1,7 +1,7 @@
-"""Fault drill of the demo mission: odometry lost, future-stamped or teleporting from a random moment,
+"""Fault drill of the demo mission: odometry lost, future-stamped, teleporting or frozen from a random moment,
 violations judged from PyBullet's ground truth (sim/fault_drill.py). Target: 0 flights with a violation.
 
-    python benchmarks/bench_fault_drill.py                   # 60 flights (20 per fault), seed 0
+    python benchmarks/bench_fault_drill.py                   # 60 flights (15 per fault), seed 0
     python benchmarks/bench_fault_drill.py --flights 150 --seed 3
 
 Prints the nominal flight, each flight with a violation, and per fault: flights, flights with a

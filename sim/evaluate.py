@@ -298,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
 
             check_rates(args.physics_hz, policy.control_rate_hz)  # before the (slow) training-side imports
         cfg = _env_cfg(args.randomize)
+        cfg.command.observe_error_integral = any(t.integral is not None for t in policy.contract.observations)
         if abs(policy.control_rate_hz - cfg.command.control_rate_hz) > 1e-9:
             raise RobotHrlError(f"the model runs at {policy.control_rate_hz} Hz, the task at "
                                 f"{cfg.command.control_rate_hz} Hz; evaluate it with the config it was trained on")

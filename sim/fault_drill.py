@@ -12,6 +12,8 @@ At a chosen moment one fault starts and lasts to the end of the flight:
 * ``odom_lost``: no odometry sample arrives any more;
 * ``future_stamp``: the source re-sends the latest pose stamped 1000 s ahead (issue #16);
 * ``teleport``: the source's position jumps 1.5 m in a random horizontal direction and goes on from there;
+* ``frozen``: the source keeps re-sending the latest pose with fresh, monotonic stamps (a hung estimator, or a
+  replay): per flight at random, with its twist frozen too, or with the live twist;
 
 Violations are judged on the simulator's true state against the world file, as sim/safety_eval.py
 judges them: the collision sphere leaving the fence (x, y) or crossing the ceiling; touching an
@@ -48,7 +50,7 @@ DEMO_WORLD = REPO_ROOT / "models" / "worlds" / "demo.yaml"
 DEMO_MODEL = REPO_ROOT / "models" / "crazyflie_goto.onnx"
 DEMO_TASK = "takeoff 1.0; goto red_box; goto green_box; goto blue_box; goto 1.5 3.0 1.0; land"
 """The README's demo mission."""
-FAULTS = ("odom_lost", "future_stamp", "teleport")
+FAULTS = ("odom_lost", "future_stamp", "teleport", "frozen")
 FLOOR_IMPACT_MPS = 1.0
 """Hitting the floor faster than this is a violation (a landing touches down at the backup's 0.3 m/s)."""
 
@@ -90,6 +92,8 @@ class _Source:
         self.fault, self.at_s = fault, at_s
         angle = rng.uniform(0, 2 * math.pi)
         self.offset = np.array([1.5 * math.cos(angle), 1.5 * math.sin(angle), 0.0])
+        self.frozen_twist = bool(rng.integers(0, 2))
+        """``frozen``: the twist is replayed too (else the live one goes with the frozen pose)."""
         self.last: RobotState | None = None
 
     def sample(self, truth: RobotState, now: float) -> RobotState | None:
@@ -102,6 +106,12 @@ class _Source:
             last = self.last
             return RobotState(position_w=last.position_w, quat_wxyz=last.quat_wxyz, linear_velocity_w=last.linear_velocity_w,
                               angular_velocity_b=last.angular_velocity_b, stamp_s=now + 1000.0)
+        if self.fault == "frozen":
+            last = self.last
+            twist = last if self.frozen_twist else truth
+            return RobotState(position_w=last.position_w.copy(), quat_wxyz=last.quat_wxyz.copy(),
+                              linear_velocity_w=twist.linear_velocity_w.copy(),
+                              angular_velocity_b=twist.angular_velocity_b.copy(), stamp_s=now)
         if self.fault == "teleport":
             return RobotState(position_w=truth.position_w + self.offset, quat_wxyz=truth.quat_wxyz,
                               linear_velocity_w=truth.linear_velocity_w, angular_velocity_b=truth.angular_velocity_b,
@@ -243,7 +253,7 @@ def drill(rig: MissionRig, flights: int, seed: int, faults=FAULTS, task: str = D
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Fly the demo mission with a fault at a random moment (odometry lost, "
-                                 "future-stamped or teleporting) and judge fence, ceiling, obstacle and floor "
+                                 "future-stamped, teleporting or frozen) and judge fence, ceiling, obstacle and floor "
                                  "violations from PyBullet's ground truth.")
     ap.add_argument("--flights", type=int, default=50, help="flights with a fault (default 50)")
     ap.add_argument("--seed", type=int, default=0, help="seeds the fault moments and directions")

@@ -379,6 +379,8 @@ def _trained_actions(onnx, env, applied: np.ndarray) -> np.ndarray:
         "angular_velocity_b": env.angular_velocity_b.double().numpy(),
         "subgoal_w": env.goal_w.double().numpy(),
         "last_action": applied,
+        # the position error's integral: the env's state row (advanced by every step with the go-to default)
+        "position_error_integral": env.position_error_integral.double().numpy(),
     }
     obs = compute_observation(onnx.contract.observations, inputs)
     return np.asarray(onnx.infer(obs), dtype=np.float64)

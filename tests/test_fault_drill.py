@@ -1,6 +1,6 @@
 """Loss of state in flight, judged from PyBullet's ground truth (sim/fault_drill.py): the demo mission
 flown by the planner's and the skill's cores on the PyBullet robot, odometry lost / future-stamped /
-teleporting from a seeded random moment of the mission (mid-leg too). Every flight must end with the
+teleporting / frozen (the last pose re-sent with fresh stamps) from a seeded random moment of the mission (mid-leg too). Every flight must end with the
 motors off on the floor within a bounded time of the fault, with no fence, ceiling, obstacle or floor-impact
 violation. A nominal flight must complete the mission (the drill's judge is not blind)."""
 
@@ -44,7 +44,7 @@ def _bound_s(rig) -> float:
 
 
 @pytest.mark.parametrize("fault,draw", [("odom_lost", 0), ("odom_lost", 1), ("odom_lost", 2), ("future_stamp", 0),
-                                        ("teleport", 0)])
+                                        ("teleport", 0), ("frozen", 0), ("frozen", 1)])
 def test_a_fault_at_a_random_moment_ends_on_the_floor_without_a_violation(rig, nominal, fault, draw):
     rng = np.random.default_rng(1000 + 17 * draw + len(fault))
     at = float(rng.uniform(1.0, nominal.duration_s - 0.5))

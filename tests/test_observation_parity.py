@@ -32,6 +32,7 @@ def _random_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
         "angular_velocity_b": rng.uniform(-50, 50, size=(N, 3)),
         "subgoal_w": rng.uniform(-3, 3, size=(N, 3)),
         "last_action": rng.uniform(-1.2, 1.2, size=(N, 4)),
+        "position_error_integral": rng.uniform(-0.2, 0.2, size=(N, 3)),  # the stateful term's value (its own parity test)
     }
 
 

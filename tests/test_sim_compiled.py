@@ -91,6 +91,7 @@ def test_soa_observation_terms_match_the_terms():
         "position_w": torch.randn(64, 3, generator=g), "quat_wxyz": torch.nn.functional.normalize(torch.randn(64, 4, generator=g), dim=-1),
         "linear_velocity_w": torch.randn(64, 3, generator=g), "angular_velocity_b": torch.randn(64, 3, generator=g),
         "subgoal_w": torch.randn(64, 3, generator=g), "last_action": torch.rand(64, 4, generator=g),
+        "position_error_integral": torch.randn(64, 3, generator=g),
     }
     soa_inputs = {key: tuple(v.t()) for key, v in inputs.items()}
     assert set(obs_terms.SOA_OBSERVATION_TERMS) == set(obs_terms.OBSERVATION_TERMS)

@@ -66,3 +66,47 @@ def test_an_actor_of_another_shape_is_refused(tmp_path):
                        "--run-dir", str(run)]) == 0
     with pytest.raises((SystemExit, KeyError), match="does not fit|policy.mlp"):
         warm_start(small, sorted(run.glob("model_*.pt"))[0], tmp_path / "x.pt")
+
+
+def test_new_observation_terms_start_at_zero_or_at_the_chosen_integral_gains(tmp_path):
+    """A run that also observes the position error's integral: zero weights give the exported actions exactly (the
+    integral is ignored); gains make the integral's column the error's column times the gain (so the policy sees
+    e + c I), and the first layer's other weights stay the exported ones."""
+    import torch
+
+    from deploy.export import main as export_main
+
+    run = tmp_path / "tiny"
+    assert train_main(["--num-envs", "8", "--max-iterations", "1", "--eval-episodes", "4", "--no-progress", "--seed", "3",
+                       "--run-dir", str(run), "--env-cfg", '{"command": {"observe_error_integral": true}}']) == 0
+    template = sorted(run.glob("model_*.pt"))[0]
+    source = REPO / "models" / "crazyflie_goto.onnx"
+    old, old_contract = _session(source)
+    obs = np.random.default_rng(1).normal(0.0, 0.3, (256, old_contract.observation_size)).astype(np.float32)
+    for name, gains in (("zero", (0.0, 0.0)), ("gains", (3.0, 1.0))):
+        warm = tmp_path / name
+        warm.mkdir()
+        shutil.copy(run / "run_config.json", warm / "run_config.json")
+        warm_start(source, template, warm / "model_0.pt", std=0.05, normalizer_count=1e12, new_input_std=0.04,
+                   integral_gain_per_s=gains[0], integral_gain_xy_per_s=gains[1])
+        actor = torch.load(warm / "model_0.pt", weights_only=False)["actor_state_dict"]
+        w, std = actor["mlp.0.weight"], actor["obs_normalizer._std"].reshape(-1)
+        n = old_contract.observation_size
+        assert w.shape[1] == n + 3 and float(actor["obs_normalizer.count"]) == 1e12
+        for axis, gain in enumerate((gains[1], gains[1], gains[0])):
+            expected = w[:, axis] * gain * (0.04 + 0.01) / (std[axis] + 0.01)
+            torch.testing.assert_close(w[:, n + axis], expected, rtol=1e-5, atol=1e-7)
+        out = tmp_path / f"{name}.onnx"
+        assert export_main([str(warm), "--out", str(out), "-q"]) == 0
+        new, contract = _session(out)
+        assert contract.observations[-1].integral is not None and contract.observation_size == n + 3
+        integral = np.random.default_rng(2).normal(0.0, 0.01, (256, 3)).astype(np.float32)
+        a_new = new.run(None, {"obs": np.concatenate((obs, integral), axis=1)})[0]
+        a_zero_integral = new.run(None, {"obs": np.concatenate((obs, 0.0 * integral), axis=1)})[0]
+        a_old = old.run(None, {"obs": obs})[0]
+        inside = (np.abs(a_old) < 0.8).all(axis=1)
+        np.testing.assert_allclose(a_zero_integral[inside], a_old[inside], atol=1e-5)  # the exported policy when I = 0
+        if name == "zero":
+            np.testing.assert_allclose(a_new[inside], a_old[inside], atol=1e-5)
+        else:
+            assert np.abs(a_new - a_old)[inside].max() > 1e-3

@@ -30,6 +30,8 @@ import math
 from dataclasses import dataclass
 
 from robot_hrl.contract import PolicyContract
+from robot_hrl.contract.error_integral import MIN_HEADING_NORM, TERM_NAME as ERROR_INTEGRAL_TERM
+from robot_hrl.contract.error_integral import decay as integral_decay
 
 from deploy.crazyflie.c_model import c_float
 from deploy.crazyflie.errors import CodegenError
@@ -67,6 +69,10 @@ def _c_terms(action_size: int) -> dict[str, CTerm]:
         "last_action": CTerm(
             tuple(f"last_action[{k}]" for k in range(action_size)),
             "the policy's previous normalized output, kept by the controller"),
+        ERROR_INTEGRAL_TERM: CTerm(
+            ("policyIntegral[0]", "policyIntegral[1]", "policyIntegral[2]"),
+            "the leaky integral of the yaw-frame position error (m s), kept here between ticks (robot_hrl.contract.error_integral)",
+            needs_rotation=True),
     }
 
 
@@ -174,6 +180,10 @@ void policyActionsToControl(const float actions[POLICY_ACTION_SIZE], control_t *
 /* True when every value is finite. */
 bool policyAllFinite(const float *values, int n);
 
+/* Forget the observation's state between ticks (the position error's integral, where the contract has it):
+ * the next policyBuildObservation starts a new episode. */
+void policyResetObservation(void);
+
 /* Who flies now, from controller_policy.c: 0 the policy, 1 PID (no absolute position setpoint),
  * 2 PID (parameter rlPolicy.enable = 0), 3 PID (latched after a NaN/inf observation or output). */
 uint8_t policyControllerMode(void);
@@ -183,6 +193,9 @@ uint8_t policyControllerMode(void);
     body: list[str] = []
     if any(terms[t.name].needs_rotation for t in contract.observations):
         body.append(_ROTATION)
+    integral = next((t for t in contract.observations if t.integral is not None), None)
+    if integral is not None:
+        body.append(_integral_update(integral, contract.control_rate_hz))
     offset = 0
     clips: list[str] = []
     for term in contract.observations:
@@ -229,6 +242,7 @@ bool policyAllFinite(const float *values, int n)
   return true;
 }}
 
+{_integral_state(integral)}
 bool policyBuildObservation(const state_t *state, const sensorData_t *sensors, const setpoint_t *setpoint,
                             const float last_action[POLICY_ACTION_SIZE], float obs[POLICY_OBS_SIZE])
 {{
@@ -246,3 +260,62 @@ void policyActionsToControl(const float actions[POLICY_ACTION_SIZE], control_t *
 }}
 """
     return h, c
+
+
+def _integral_state(term) -> str:
+    """The statics of the position error's integral and ``policyResetObservation`` (empty without the term)."""
+    if term is None:
+        return "void policyResetObservation(void)\n{\n}\n"
+    return """/* The position error's integral between ticks (robot_hrl.contract.error_integral): its value (m s, yaw
+ * frame), the previous tick's error (m, yaw frame) and subgoal (m, world); policyIntegralValid false after a reset. */
+static float policyIntegral[3];
+static float policyIntegralError[3];
+static float policyIntegralSubgoal[3];
+static bool policyIntegralValid = false;
+
+void policyResetObservation(void)
+{
+  policyIntegralValid = false;
+}
+"""
+
+
+def _integral_update(term, control_rate_hz: float) -> str:
+    """C of one tick of the integral (the numpy ``ErrorIntegrator.update``), after the rotation block."""
+    spec = term.integral
+    decay = c_float(integral_decay(spec, control_rate_hz))
+    dt = c_float(1.0 / control_rate_hz)
+    limit, change = c_float(spec.limit_m_s), c_float(spec.subgoal_change_m)
+    return f"""  /* {term.name}: I = clip({decay} I + {dt} e_previous, +-{limit}) (time constant {spec.time_constant_s:g} s,
+   * {control_rate_hz:g} Hz); zero on the first tick after policyResetObservation or a subgoal move > {spec.subgoal_change_m:g} m */
+  {{
+    const float sg[3] = {{setpoint->position.x, setpoint->position.y, setpoint->position.z}};
+    bool moved = !policyIntegralValid;
+    for (int i = 0; i < 3; ++i) {{
+      moved = moved || !(fabsf(sg[i] - policyIntegralSubgoal[i]) <= {change});
+    }}
+    for (int i = 0; i < 3; ++i) {{
+      const float v = {decay} * policyIntegral[i] + {dt} * policyIntegralError[i];
+      policyIntegral[i] = moved ? 0.0f : policy_clip(v, -{limit}, {limit});
+      policyIntegralSubgoal[i] = sg[i];
+    }}
+{_error_in_frame(spec.frame)}
+    policyIntegralValid = true;
+  }}"""
+
+
+def _error_in_frame(frame: str) -> str:
+    """C of this tick's error (ex, ey, ez: subgoal minus position, world) in the integral's frame."""
+    head = "    const float ex = sg[0] - state->position.x, ey = sg[1] - state->position.y, ez = sg[2] - state->position.z;\n"
+    if frame == "world_enu":
+        return head + """    /* this tick's error, world ENU */
+    policyIntegralError[0] = ex;
+    policyIntegralError[1] = ey;
+    policyIntegralError[2] = ez;"""
+    return head + f"""    /* this tick's error in the yaw frame: the body x axis's horizontal direction from r (column 0) */
+    float hn = sqrtf(r[0] * r[0] + r[3] * r[3]);
+    hn = hn < {c_float(MIN_HEADING_NORM)} ? {c_float(MIN_HEADING_NORM)} : hn;
+    const float yc = r[0] / hn, ys = r[3] / hn;
+    policyIntegralError[0] = yc * ex + ys * ey;
+    policyIntegralError[1] = -ys * ex + yc * ey;
+    policyIntegralError[2] = ez;"""

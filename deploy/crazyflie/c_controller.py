@@ -74,8 +74,10 @@ static uint32_t policyHandOvers = 0;
 
 static void policyResetEpisode(void)
 {{
-  /* As the training environment and the Python runtime: the previous action starts at zero. */
+  /* As the training environment and the Python runtime: the previous action starts at zero, and so does the
+   * observation's state (the position error's integral, where the contract has it). */
   memset(policyLastAction, 0, sizeof(policyLastAction));
+  policyResetObservation();
 }}
 
 void controllerOutOfTreeInit(void)

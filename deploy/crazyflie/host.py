@@ -59,6 +59,7 @@ static void h_fill(const float *st, int position_mode, state_t *state, sensorDat
 int h_observation(const float *st, const float *last_action, float *obs);
 void h_actions_to_control(const float *actions, float *out);
 void h_init(void);
+void h_reset_observation(void);
 int h_test(void);
 int h_step(const float *st, int position_mode, uint32_t tick, float *out);
 int h_pid_calls(void);
@@ -106,6 +107,8 @@ void h_actions_to_control(const float *actions, float *out)
 }
 
 void h_init(void) { controllerOutOfTreeInit(); }
+
+void h_reset_observation(void) { policyResetObservation(); }
 
 int h_test(void) { return controllerOutOfTreeTest() ? 1 : 0; }
 
@@ -292,6 +295,10 @@ class HostController:
 
     def init(self) -> None:
         self.lib.h_init()
+
+    def reset_observation(self) -> None:
+        """``policyResetObservation``: the next :meth:`observation` starts a new episode (the error integral at zero)."""
+        self.lib.h_reset_observation()
 
     def self_test(self) -> bool:
         return bool(self.lib.h_test())

@@ -15,6 +15,7 @@ from robot_hrl.contract.actions import actions_to_wrench, hover_actions, wrench_
 from robot_hrl.contract.goto import (
     DEFAULT_CONTROL_RATE_HZ,
     DEFAULT_SUBGOAL_RADIUS_M,
+    GOTO_ERROR_INTEGRAL,
     GOTO_OBSERVATION_TERMS,
     goto_contract,
     goto_observation_terms,
@@ -26,6 +27,7 @@ from robot_hrl.contract.schema import (
     CONTRACT_SCHEMA_VERSION,
     ActionSpec,
     ActionTerm,
+    ErrorIntegral,
     ObservationTerm,
     FirmwareRef,
     PolicyContract,
@@ -37,7 +39,8 @@ from robot_hrl.contract.schema import (
 
 __all__ = [
     "ACTION_MODES", "ActionMap", "AnyContract", "contract_kind", "read_contract", "ActionMode", "ActionSpec", "ActionTerm", "CONTRACT_METADATA_KEY",
-    "CONTRACT_SCHEMA_VERSION", "DEFAULT_CONTROL_RATE_HZ", "DEFAULT_SUBGOAL_RADIUS_M", "GOTO_OBSERVATION_TERMS",
+    "CONTRACT_SCHEMA_VERSION", "DEFAULT_CONTROL_RATE_HZ", "DEFAULT_SUBGOAL_RADIUS_M", "ErrorIntegral", "GOTO_ERROR_INTEGRAL",
+    "GOTO_OBSERVATION_TERMS",
     "FirmwareRef", "OBSERVATION_TERMS", "ObservationTerm", "PolicyContract", "RobotRef", "action_bounds", "action_map",
     "action_mismatches", "actions_to_wrench", "command_to_normalized", "compute_observation", "get_action_mode",
     "goto_contract", "goto_observation_terms", "hover_actions", "normalized_to_command",

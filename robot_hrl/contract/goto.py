@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from robot_hrl.contract.schema import FirmwareRef, ObservationTerm, PolicyContract, RobotRef
+from robot_hrl.contract.error_integral import TERM_NAME as ERROR_INTEGRAL_TERM
+from robot_hrl.contract.schema import ErrorIntegral, FirmwareRef, ObservationTerm, PolicyContract, RobotRef
 
 if TYPE_CHECKING:
     from robot_hrl.robots.base import Robot
@@ -16,14 +17,31 @@ DEFAULT_CONTROL_RATE_HZ = 100.0
 """Policy rate. The Crazyflie stabilizer loop runs at 1 kHz; an out-of-tree controller
 executes the policy every 10th tick (RATE_DO_EXECUTE(RATE_100_HZ, tick))."""
 DEFAULT_SUBGOAL_RADIUS_M = 1.0
+GOTO_ERROR_INTEGRAL = ErrorIntegral(time_constant_s=2.0, limit_m_s=0.02, subgoal_change_m=0.001, frame="world_enu")
+"""The go-to skill's integral of the position error (issue 17, no sag). A 2 s leak: a steady offset e holds the
+integral at 2 e, and an approach's transient is forgotten well within the 5 s episode. The 0.02 m s clip
+(anti-windup) holds the integral of a 10 mm steady offset, about what the heaviest airframe leaves with integral
+action (its 37 mm sag divided by 1 + gain x time constant), and bounds what a climb winds up to 0.02 m s:
+with 0.05 m s the shipped policy's success at 3.3 V fell 1-2 points. A subgoal move of 1 mm restarts it. World
+ENU, the frame of the policy's own error term: the shipped model's integral weights are its error weights times a
+gain (``sim/agents/warm_start.py``), and within one subgoal the go-to policy holds its heading, so a yaw-frame
+integral (``frame="yaw_flu"``, implemented by every twin) would differ only by the yaw drift. Chosen by
+evaluations on seeds the benchmark does not use (benchmarks/README.md, issue 17)."""
 
 
-def goto_observation_terms(action_size: int) -> tuple[ObservationTerm, ...]:
-    """The go-to skill's observation of a rigid body flying in 3-D, with the last action of ``action_size`` terms."""
-    return _GOTO_STATE_TERMS + (
+def goto_observation_terms(action_size: int, error_integral: ErrorIntegral | None = None) -> tuple[ObservationTerm, ...]:
+    """The go-to skill's observation of a rigid body flying in 3-D, with the last action of ``action_size`` terms,
+    and (``error_integral`` given) the leaky integral of the position error last."""
+    terms = _GOTO_STATE_TERMS + (
         ObservationTerm(name="last_action", size=action_size, frame="none", units="1", clip=(-1.0, 1.0),
                         description="previous normalized action"),
     )
+    if error_integral is not None:
+        limit = error_integral.limit_m_s
+        terms += (ObservationTerm(name=ERROR_INTEGRAL_TERM, size=3, frame=error_integral.frame, units="m s", clip=(-limit, limit),
+                                  description="leaky integral of subgoal minus position",
+                                  integral=error_integral),)
+    return terms
 
 
 _GOTO_STATE_TERMS: tuple[ObservationTerm, ...] = (
@@ -45,14 +63,16 @@ def goto_contract(
     control_rate_hz: float = DEFAULT_CONTROL_RATE_HZ,
     subgoal_radius_m: float = DEFAULT_SUBGOAL_RADIUS_M,
     action_mode: str | None = None,
+    error_integral: ErrorIntegral | None = None,
 ) -> PolicyContract:
-    """The go-to skill's contract for ``robot`` in ``action_mode`` (None: the robot's default mode)."""
+    """The go-to skill's contract for ``robot`` in ``action_mode`` (None: the robot's default mode), observing the
+    position error's integral when ``error_integral`` is given."""
     action = robot.action_spec(action_mode)
     return PolicyContract(
         skill="goto",
         robot=RobotRef(name=robot.name, params_sha256=robot.params_sha256()),
         control_rate_hz=control_rate_hz,
-        observations=goto_observation_terms(action.size),
+        observations=goto_observation_terms(action.size, error_integral),
         action=action,
         subgoal_radius_m=subgoal_radius_m,
         firmware=_firmware(robot.name),

@@ -20,7 +20,8 @@ from robot_hrl.errors import ObservationError
 from robot_hrl.geometry import rotation_matrix_from_quat
 
 ObservationInputs = dict[str, np.ndarray]
-"""Keys: position_w, quat_wxyz, linear_velocity_w, angular_velocity_b, subgoal_w, last_action."""
+"""Keys: position_w, quat_wxyz, linear_velocity_w, angular_velocity_b, subgoal_w, last_action (and
+position_error_integral where the contract observes it)."""
 
 
 def subgoal_error_w(x: ObservationInputs) -> np.ndarray:
@@ -49,8 +50,20 @@ def last_action(x: ObservationInputs) -> np.ndarray:
     return x["last_action"]
 
 
+def position_error_integral(x: ObservationInputs) -> np.ndarray:
+    """The leaky integral of the position error, yaw frame, m s: a state the caller keeps
+    (``robot_hrl.contract.error_integral.ErrorIntegrator``; ``OnnxPolicy`` does) and passes in."""
+    value = x.get("position_error_integral")
+    if value is None:
+        raise ObservationError("the contract observes position_error_integral, a state the caller keeps: update a "
+                               "robot_hrl.contract.error_integral.ErrorIntegrator every tick and pass its value under that key "
+                               "(OnnxPolicy.step does this)")
+    return value
+
+
 OBSERVATION_TERMS: dict[str, Callable[[ObservationInputs], np.ndarray]] = {
-    fn.__name__: fn for fn in (subgoal_error_w, rotation_matrix_wb, linear_velocity_w, angular_velocity_b, last_action)
+    fn.__name__: fn for fn in (subgoal_error_w, rotation_matrix_wb, linear_velocity_w, angular_velocity_b, last_action,
+                               position_error_integral)
 }
 
 

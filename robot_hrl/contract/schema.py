@@ -26,6 +26,25 @@ CONTRACT_METADATA_KEY = "robot_hrl.contract"
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
+class ErrorIntegral(BaseModel):
+    """The parameters of a leaky, clipped integral of the position error (``robot_hrl.contract.error_integral``).
+
+    Each control tick (period ``1 / control_rate_hz`` of the contract) the integral decays by
+    ``exp(-dt / time_constant_s)``, adds ``dt`` times the position error the policy saw on the previous tick
+    (subgoal minus position, in ``frame``: world ENU, or rotated into the robot's yaw frame), and is clipped to
+    ``[-limit_m_s, limit_m_s]``
+    per axis (anti-windup). It restarts at zero on the first tick after a reset and whenever the subgoal moves
+    by more than ``subgoal_change_m``. A runtime builds it from these numbers alone.
+    """
+
+    model_config = _FROZEN
+    time_constant_s: float = Field(gt=0, description="leak time constant, s")
+    limit_m_s: float = Field(gt=0, description="anti-windup clip of each axis, m s")
+    subgoal_change_m: float = Field(ge=0, description="a subgoal move larger than this (any axis, m) restarts the integral")
+    frame: Literal["world_enu", "yaw_flu"] = Field(
+        description="the error's frame: 'world_enu', or 'yaw_flu' (world ENU rotated by minus the robot's yaw: x along its heading)")
+
+
 class ObservationTerm(BaseModel):
     """One slice of the observation vector."""
 
@@ -47,6 +66,8 @@ class ObservationTerm(BaseModel):
     the deployment supplies its raw value by name (``OnnxPolicy.act_terms``)."""
     joints: tuple[str, ...] | None = None
     """The joints a per-joint term covers, in its order."""
+    integral: ErrorIntegral | None = None
+    """A stateful term: the leaky integral of the position error with these parameters (None: a pure term)."""
 
     @model_validator(mode="after")
     def _check_clip(self) -> "ObservationTerm":
@@ -59,6 +80,8 @@ class ObservationTerm(BaseModel):
             raise ValueError(f"observation term {self.name!r}: {len(self.scale)} scales for {self.frame_size} values")
         if self.joints is not None and len(self.joints) != self.frame_size:
             raise ValueError(f"observation term {self.name!r}: {len(self.joints)} joints for {self.frame_size} values")
+        if self.integral is not None and (self.size != 3 or self.history_length or self.scale is not None):
+            raise ValueError(f"observation term {self.name!r}: an error integral has 3 values, no history and no scale")
         return self
 
     @property

@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 
 from robot_hrl.errors import ObservationError
-from robot_hrl.msgs import range_class_for_distro, seconds_from_time, state_from_odometry
+from robot_hrl.msgs import range_class_for_distro
 from robot_hrl.transport.interface import SENSOR_QOS
 
 
@@ -85,15 +85,11 @@ class LearnedDriver:
         except ObservationError as exc:
             self.pn.inputs.reject(spec.topic, str(exc))
 
-    def on_odom(self, msg) -> None:
-        try:
-            st = state_from_odometry(msg)
-        except Exception as exc:  # noqa: BLE001 - a malformed estimate is refused, the previous one kept
-            self.pn.inputs.reject("/odom", f"odometry not usable by the learned level: {exc}")
-            return
+    def on_state(self, st) -> None:
+        """The latest odometry the planner node's validator accepted (robot_hrl.safety.units.odometry)."""
         if not st.is_finite():
             return
-        self.state = (st.position_w, st.quat_wxyz, st.linear_velocity_w, seconds_from_time(msg.header.stamp))
+        self.state = (st.position_w, st.quat_wxyz, st.linear_velocity_w, float(st.stamp_s))
         step = self.step()
         if step is not None and float(np.linalg.norm(st.position_w - np.asarray(step.target))) < self.planner.goal_tolerance_m:
             now = self.pn._now()

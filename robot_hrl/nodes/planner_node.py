@@ -4,7 +4,11 @@ Topics (relative to the node's namespace):
 
 - in  ``/task`` std_msgs/String (latched): the task language (``takeoff 1; goto red_box; land``)
   or its JSON form (``{"steps": [...]}``); a new task replaces the current one.
-- in  ``/odom`` nav_msgs/Odometry: where the robot is (the start of each plan).
+- in  ``/odom`` nav_msgs/Odometry: where the robot is (the start of each plan). Every sample is judged by the
+  same validator as the skill node's (the robot's shield YAML's ``odometry`` unit,
+  :meth:`robot_hrl.safety.units.odometry.OdometryUnit.for_robot`: frames, stamps, jumps, a frozen or replayed
+  pose); a refused one is dropped (the last good position is kept), counted on ``/diagnostics``
+  (``planner_node: inputs``) and named in ``/planner/status`` (``odom_refused``, ``odom_last_refusal``).
 - in  ``/skill/status`` std_msgs/String JSON from the skill node: ``reached`` advances to the
   next subgoal, ``blocked`` (held off its subgoal) triggers a replan, ``landed`` ends a landing.
   It is validated (:mod:`robot_hrl.nodes.skill_status`); a malformed status is refused.
@@ -132,6 +136,9 @@ class PlannerCore:
     job: PlanJob | None = None
     """The plan being made, if any."""
     events: list[str] = field(default_factory=list)
+    odom_refused: int = 0
+    """Odometry samples the validator refused (the node's; robot_hrl.safety.units.odometry)."""
+    odom_last_refusal: str | None = None
 
     # ---- inputs -------------------------------------------------------------------------------
     def on_position(self, position) -> None:
@@ -383,6 +390,7 @@ class PlannerCore:
             "task": None if self.task_text is None else plain(self.task_text, 500),
             "planning": None if self.job is None else self.job.kind,
             "planning_timeout_s": self.planning_timeout_s,
+            "odom_refused": self.odom_refused, "odom_last_refusal": self.odom_last_refusal,
         }
 
 
@@ -419,7 +427,7 @@ class PlannerNode:
             ("model", "models/crazyflie_goto.onnx"), ("subgoal_radius_m", 0.0),
             ("llm_url", "http://localhost:11434/v1"), ("llm_model", ""), ("llm_timeout_s", 30.0), ("task", ""),
             ("subgoal_rate_hz", 5.0), ("blocked_replan_s", 2.0), ("max_replans", 3), ("frame_id", "map"),
-            ("safety_margin_m", 0.2), ("robot_radius_m", 0.0), ("planning_timeout_s", 0.0),
+            ("safety_margin_m", 0.2), ("robot_radius_m", 0.0), ("planning_timeout_s", 0.0), ("shield_config", ""),
             ("navigate_model", "models/crazyflie_navigate.onnx"), ("goal_tolerance_m", 0.3),
         )}
         self.p = p
@@ -461,6 +469,8 @@ class PlannerNode:
                                 config=PlannerConfig(float(p["blocked_replan_s"]), int(p["max_replans"])),
                                 planning_timeout_s=timeout, runner=self._submit)
         self.frame_id = str(p["frame_id"])
+        self.odometry = self._odometry_validator(p)
+        """The skill's odometry validator, built from the same shield YAML (one home: robot_hrl.safety.units.odometry)."""
         self.inputs = input_guard_of(node, "planner_node")
         self.plan_pub = node.create_publisher(Path, "/plan", LATCHED_QOS)
         from robot_hrl.msgs import PoseStamped
@@ -490,6 +500,19 @@ class PlannerNode:
         if isinstance(initial, dict) or (isinstance(initial, str) and initial.strip()):
             self._handle_task(initial)
         self._publish_status()
+
+    def _odometry_validator(self, p: dict):
+        from robot_hrl.errors import ConfigError
+        from robot_hrl.nodes.resources import resolve_resource
+        from robot_hrl.robots import get_robot
+        from robot_hrl.safety.units.odometry import OdometryUnit
+
+        try:
+            robot = get_robot(str(p["robot"]))
+        except KeyError as exc:
+            raise ConfigError(f"planner_node: {str(exc).strip(chr(34))}") from None
+        path = str(p["shield_config"]).strip()
+        return OdometryUnit.for_robot(robot, self.world, resolve_resource(path, "shield config") if path else None)
 
     @staticmethod
     def _robot_radius_m(p: dict) -> float:
@@ -569,18 +592,24 @@ class PlannerNode:
         self._send_subgoal()
 
     def _on_odom(self, msg: Odometry) -> None:
-        p = msg.pose.pose.position
-        o = msg.pose.pose.orientation
-        pos = (float(p.x), float(p.y), float(p.z))
-        if not all(np.isfinite(pos)):
-            self.inputs.reject("/odom", f"non-finite position {list(pos)}: ignored, the last finite one is kept")
+        from robot_hrl.msgs import state_from_odometry
+
+        now = self._now()
+        try:
+            state = state_from_odometry(msg)
+        except RobotHrlError as exc:
+            self._refuse_odom(self.odometry.refuse_malformed(now, str(exc)))
             return
-        quat = (float(o.w), float(o.x), float(o.y), float(o.z))
-        if all(np.isfinite(quat)):
-            self._quat = quat
-        self.core.on_position(pos)
-        if self.learned is not None:
-            self.learned.on_odom(msg)
+        refusal = self.odometry.judge(state, now, msg.header.frame_id, msg.child_frame_id)
+        if refusal:
+            self._refuse_odom(refusal)
+            return
+        if refusal is not None:
+            return  # not news (an exact repeat): the position it gives is already the latest
+        self._quat = tuple(float(v) for v in state.quat_wxyz)
+        self.core.on_position(state.position_w)
+        if self.learned is not None:  # the learned level sees only the odometry the validator accepted
+            self.learned.on_state(state)
         if self.core.pending_task is not None:
             task = self.core.pending_task
             error = self.core.poll_pending(self._now())
@@ -588,6 +617,11 @@ class PlannerNode:
                 self._after_task(task, error)
             else:
                 self._publish_status()
+
+    def _refuse_odom(self, refusal: str) -> None:
+        self.core.odom_refused += 1
+        self.core.odom_last_refusal = plain(refusal, 300)
+        self.inputs.reject("/odom", f"odometry refused ({refusal}); the last good position is kept")
 
     def _on_image(self, msg) -> None:
         from robot_hrl.msgs import array_from_image

@@ -24,6 +24,7 @@ import numpy as np
 import onnxruntime as ort
 
 from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract, compute_observation, normalized_to_command
+from robot_hrl.contract.error_integral import ErrorIntegrator, integral_terms
 from robot_hrl.errors import ContractError, ModelLoadError, ObservationError
 from robot_hrl.robots import Robot, default_robot, get_robot
 from robot_hrl.robots.articulation import ARTICULATION_KIND, ArticulationRobot
@@ -166,6 +167,8 @@ class OnnxPolicy:
         self.raw_terms: bool = isinstance(self.robot, ArticulationRobot)
         """The deployment computes the observation terms and passes their raw values (:meth:`act_terms`)."""
         self._history: dict[str, list[np.ndarray]] = {}
+        self._integrators = {t.name: ErrorIntegrator(t.integral, self.contract.control_rate_hz) for t in integral_terms(self._terms)}
+        """The contract's stateful terms (the position error's integral): updated by :meth:`observe`, cleared by :meth:`reset`."""
 
     # ---- loading checks ---------------------------------------------------------------------
     def _check_graph_and_contract(self, control_rate_hz: float | None) -> None:
@@ -321,7 +324,9 @@ class OnnxPolicy:
         return action
 
     def observe(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
-        """The contract's observation for ``state`` and ``subgoal_w`` (world ENU, m) and the stored last action."""
+        """The contract's observation for ``state`` and ``subgoal_w`` (world ENU, m) and the stored last action.
+
+        One call is one control tick: a contract with the position error's integral advances it here."""
         if self.raw_terms:
             raise ObservationError(
                 f"this model's observation terms {[t.name for t in self._terms]} are computed by its deployment, not from "
@@ -350,6 +355,8 @@ class OnnxPolicy:
         if not math.isfinite(subgoal.sum()):
             raise ObservationError(f"subgoal_w is not finite ({subgoal}); the command is withheld. Check the planner output")
         inputs["subgoal_w"] = subgoal
+        for name, integrator in self._integrators.items():
+            inputs[name] = integrator.update(inputs["position_w"], inputs["quat_wxyz"], subgoal)
         # Explicit checks above: the terms clip, which would turn an infinite input into a finite observation.
         return compute_observation(self._terms, inputs, self._term_registry)
 
@@ -383,3 +390,5 @@ class OnnxPolicy:
         self._last_action[:] = 0.0
         self.last_observation = None
         self._history.clear()
+        for integrator in self._integrators.values():
+            integrator.reset()

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
+import torch
 from rsl_rl.env import VecEnv
 from rsl_rl.runners import OnPolicyRunner
 from rsl_rl.utils.logger import Logger
@@ -115,6 +116,12 @@ class HookedLogger(Logger):
         self.on_log(it, collect_time, learn_time)
 
 
+ACTOR_INPUTS_FROM_KEY = "actor_train_inputs_from"
+"""Train cfg key (not rsl_rl's): the actor trains only the first-layer weights of its inputs from this index on."""
+ACTOR_FROZEN_KEY = "actor_frozen_iterations"
+"""Train cfg key (not rsl_rl's): the first N iterations of ``learn`` update the critic alone."""
+
+
 class StopTraining(Exception):
     """Raised from the iteration hook to leave rsl_rl's loop after the current iteration."""
 
@@ -144,6 +151,12 @@ class TrainingRunner(OnPolicyRunner):
         self._bar = None
         self._iteration_start = 0.0
         self._step_s_at_start = 0.0
+        self.actor_frozen_iterations = int(train_cfg.get(ACTOR_FROZEN_KEY) or 0)
+        self.actor_inputs_from = train_cfg.get(ACTOR_INPUTS_FROM_KEY)
+        """Set: the actor trains only its first layer's weights of inputs from this index on (e.g. a warm start's new
+        observation terms); everything else of it stays as it is."""
+        """The first this many iterations train the critic alone (the actor's parameters get no gradient): a fine-tune
+        from a warm-started actor needs a critic that knows it first (a fresh critic's advantages wrecked one)."""
 
     @property
     def main_process(self) -> bool:
@@ -156,6 +169,7 @@ class TrainingRunner(OnPolicyRunner):
         self._bar = tqdm(total=num_learning_iterations, desc="train", unit="it", disable=not (self.show_progress and self.main_process),
                          dynamic_ncols=True)
         self._iteration_start, self._step_s_at_start = time.perf_counter(), self.timed_env.step_s
+        self._freeze_actor(self.actor_frozen_iterations > 0)
         try:
             super().learn(num_learning_iterations, init_at_random_ep_len)
         except StopTraining:  # what rsl_rl does after its last iteration
@@ -168,6 +182,18 @@ class TrainingRunner(OnPolicyRunner):
             self.logger.writer.flush()
         return self.iterations_done
 
+    def _freeze_actor(self, frozen: bool) -> None:
+        """Stop (or restart) the actor's training: its parameters take no gradient, so Adam leaves them as they are."""
+        first = self.actor_inputs_from
+        for name, parameter in self.alg.actor.named_parameters():
+            parameter.requires_grad_(not frozen and (first is None or name == "mlp.0.weight"))
+        if first is not None and not frozen and not getattr(self, "_input_mask_hooked", False):
+            weight = dict(self.alg.actor.named_parameters())["mlp.0.weight"]
+            mask = torch.zeros_like(weight)
+            mask[:, int(first):] = 1.0
+            weight.register_hook(lambda grad: grad * mask)  # the old inputs' weights get no gradient
+            self._input_mask_hooked = True
+
     def _after_iteration(self, it: int, collect_time: float, learn_time: float) -> None:
         """Once per iteration, after rsl_rl's update and log (the checkpoint of the iteration, if due, follows)."""
         step_s = self.timed_env.step_s - self._step_s_at_start
@@ -175,6 +201,8 @@ class TrainingRunner(OnPolicyRunner):
         self.timers.inference_s += max(0.0, collect_time - step_s)
         self.timers.ppo_update_s += learn_time
         self.iterations_done += 1
+        if self.iterations_done == self.actor_frozen_iterations:
+            self._freeze_actor(False)
         logger = self.logger
         self._window.append((logger.successes, logger.episodes))
         logger.successes = logger.episodes = 0

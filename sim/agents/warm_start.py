@@ -23,7 +23,9 @@ NORMALIZER_EPS = 0.01
 """rsl_rl's EmpiricalNormalization eps (its default, which the actor uses): the exported graph's obs_std_plus_eps is std + this."""
 
 
-def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, normalizer_count: float = 1e7) -> Path:
+def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, normalizer_count: float = 1e7,
+               new_input_std: float = 0.03, integral_gain_per_s: float = 0.0,
+               integral_gain_xy_per_s: float = 0.0) -> Path:
     import onnx
     import torch
     from onnx import numpy_helper
@@ -42,6 +44,25 @@ def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, nor
     offset = (own[:, 0] - cur[:, 0]) / (cur[:, 1] - cur[:, 0]) * 2.0 + scale - 1.0
     ckpt = torch.load(template, weights_only=False)
     actor = ckpt["actor_state_dict"]
+    first = torch.as_tensor(np.array(weights["policy.mlp.0.weight"]), dtype=torch.float32)
+    old_inputs, new_inputs = first.shape[1], actor["mlp.0.weight"].shape[1]
+    if new_inputs > old_inputs:
+        # observation terms the exported policy did not have (appended last, e.g. the position error's integral):
+        # their input weights start at zero, so the warm-started policy acts exactly as the exported one
+        print(f"warm start: the template's actor has {new_inputs - old_inputs} inputs after the exported policy's "
+              f"{old_inputs}; their weights start at zero")
+        weights["policy.mlp.0.weight"] = np.concatenate((weights["policy.mlp.0.weight"], np.zeros((first.shape[0], new_inputs - old_inputs), np.float32)), axis=1)
+        gains = (integral_gain_xy_per_s, integral_gain_xy_per_s, integral_gain_per_s)
+        if any(gains):
+            # the integral's columns start as the error's columns times a gain: the policy sees e + c I as its error,
+            # proportional plus integral action (the integral in the error's frame, world ENU: GOTO_ERROR_INTEGRAL)
+            std_e = np.asarray(weights["obs_std_plus_eps"]).reshape(-1)[:3]
+            w0 = np.asarray(weights["policy.mlp.0.weight"])
+            for axis, gain in enumerate(gains):
+                w0[:, old_inputs + axis] = w0[:, axis] * gain * (new_input_std + NORMALIZER_EPS) / float(std_e[axis])
+            print(f"warm start: the integral's inputs start at {gains} /s (x, y, z) times the error's weights")
+        weights["obs_mean"] = np.concatenate((weights["obs_mean"].reshape(-1), np.zeros(new_inputs - old_inputs, np.float32)))
+        weights["obs_std_plus_eps"] = np.concatenate((weights["obs_std_plus_eps"].reshape(-1), np.full(new_inputs - old_inputs, new_input_std + NORMALIZER_EPS, np.float32)))
     for name in ("mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "mlp.4.weight", "mlp.4.bias"):
         value = torch.as_tensor(weights[f"policy.{name}"], dtype=torch.float32)
         if actor[name].shape != value.shape:
@@ -52,6 +73,8 @@ def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, nor
     mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
     # the graph divides by std + eps (rsl_rl's EmpiricalNormalization, eps 0.01): the normalizer keeps std alone
     std_obs = torch.as_tensor(weights["obs_std_plus_eps"], dtype=torch.float32) - NORMALIZER_EPS
+    shape = actor["obs_normalizer._mean"].shape
+    mean, std_obs = mean.reshape(shape), std_obs.reshape(shape)
     actor["obs_normalizer._mean"], actor["obs_normalizer._std"], actor["obs_normalizer._var"] = mean, std_obs, std_obs * std_obs
     actor["obs_normalizer.count"] = torch.tensor(normalizer_count, dtype=actor["obs_normalizer.count"].dtype)
     actor["distribution.std_param"] = torch.full_like(actor["distribution.std_param"], std)
@@ -67,8 +90,20 @@ def main(argv=None) -> int:
     p.add_argument("--template", type=Path, required=True, help="a checkpoint of the current env (its critic and optimizer are kept)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--std", type=float, default=0.1, help="the actor's exploration std to start with")
+    p.add_argument("--new-input-std", type=float, default=0.03,
+                   help="the observation normalizer's std of inputs the exported policy lacks (their weights start at zero)")
+    p.add_argument("--normalizer-count", type=float, default=1e7,
+                   help="samples the observation normalizer counts as seen: its mean and std move by batch / (count + batch) "
+                   "per update (1e12 keeps the exported policy's normalization through a fine-tune: at 1e7 a 3.3 M-sample "
+                   "critic warm-up moved it by a quarter and the frozen actor's training success fell from 0.96 to 0.57)")
+    p.add_argument("--integral-gain-per-s", type=float, default=0.0,
+                   help="start the position error integral's z input at this gain (1/s) times the z error's input weights "
+                   "(0: zero weights, the exported policy exactly)")
+    p.add_argument("--integral-gain-xy-per-s", type=float, default=0.0,
+                   help="the same for the integral's x and y inputs (the integral must be in the error's frame, world ENU)")
     args = p.parse_args(argv)
-    print(warm_start(args.onnx, args.template, args.out, args.std))
+    print(warm_start(args.onnx, args.template, args.out, args.std, args.normalizer_count, new_input_std=args.new_input_std,
+                     integral_gain_per_s=args.integral_gain_per_s, integral_gain_xy_per_s=args.integral_gain_xy_per_s))
     return 0
 
 

@@ -24,7 +24,6 @@ import torch
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
-from robot_hrl.contract import goto_contract
 from robot_hrl.errors import ConfigError
 from robot_hrl.robots import get_robot
 from sim.envs import curriculum as curriculum_terms
@@ -82,6 +81,8 @@ class GotoEnv(VecEnv):
     rotor_rpm = _rows_view("rotor_speed_rpm")
     goal_w = _rows_view("goal_w")
     last_action = _rows_view("last_action")
+    position_error_integral = _rows_view("position_error_integral")
+    """(N, 3) the position error's leaky integral, yaw frame, m s (robot_hrl.contract.error_integral)."""
     action_buffer = _StateView(lambda env: env._state[env.layout.buffer].view(env.layout.latency_slots, env.num_actions, env.num_envs)
                                .permute(2, 0, 1))
     """(N, slots, actions): slot 0 the newest action, slot s the one applied with latency s."""
@@ -98,7 +99,7 @@ class GotoEnv(VecEnv):
         self.num_envs = int(num_envs)
         self.robot = get_robot(self.cfg.robot)
         cmd = self.cfg.command
-        self.contract = goto_contract(self.robot, cmd.control_rate_hz, cmd.subgoal_radius_m)
+        self.contract = self.cfg.contract(self.robot)
         self.observation_terms = self.contract.observations
         obs_terms.check_terms(self.observation_terms)
         missing = [t.name for t in self.observation_terms if t.name not in obs_terms.SOA_OBSERVATION_TERMS]

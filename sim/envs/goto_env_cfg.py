@@ -63,6 +63,10 @@ class CommandCfg:
     """Start velocities: random direction, speed uniform up to this."""
     max_initial_body_rate_radps: float = 3.0
     """Start body rates: each axis uniform in [-this, this]."""
+    observe_error_integral: bool = False
+    """The policy also observes the leaky integral of the position error (robot_hrl.contract.GOTO_ERROR_INTEGRAL,
+    issue 17's no-sag term; the step keeps it as a state row either way). The contract, and so the exported
+    model, carries the term and its parameters when this is set."""
 
 
 @dataclass
@@ -184,6 +188,14 @@ class GotoEnvCfg:
     randomization: RandomizationCfg = field(default_factory=RandomizationCfg)
     curriculum: CurriculumCfg = field(default_factory=CurriculumCfg)
     rewards: RewardsCfg = field(default_factory=RewardsCfg)
+
+    def contract(self, robot):
+        """The go-to contract this configuration trains ``robot`` under (its rate, subgoal radius and terms)."""
+        from robot_hrl.contract import GOTO_ERROR_INTEGRAL, goto_contract
+
+        cmd = self.command
+        return goto_contract(robot, cmd.control_rate_hz, cmd.subgoal_radius_m,
+                             error_integral=GOTO_ERROR_INTEGRAL if cmd.observe_error_integral else None)
 
     # ---- serialization --------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

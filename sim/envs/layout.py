@@ -9,7 +9,7 @@ from this table; tests/test_sim_native.py regenerates and diffs), the env's attr
 chain with a battery-voltage state or a new parameter changes this table without an edit here.
 
 State rows (K, N), in order: the rigid body, the chain's state, the task's (goal, last action, the
-sum of squared errors), then the action latency buffer (``latency_slots`` x actions, newest first).
+sum of squared errors, the position error's integral), then the action latency buffer (``latency_slots`` x actions, newest first).
 Parameter rows (P, N): mass and inertia scales, the chain's parameters, the disturbances. Privileged
 columns: those parameters normalized (the action latency after the chain's parameters), then the
 chain's state normalized.
@@ -48,6 +48,8 @@ def task_state(num_actions: int) -> tuple[StateField, ...]:
         StateField("goal_w", 3, "the episode's goal, world ENU, m"),
         StateField("last_action", num_actions, "the previous normalized action (zero after a reset)"),
         StateField("sq_error_sum", 1, "sum over the episode of the squared distance to the goal, m^2"),
+        StateField("position_error_integral", 3, "the leaky integral of the position error, yaw frame, m s "
+                   "(robot_hrl.contract.error_integral; zero after a reset)"),
     )
 
 

@@ -55,6 +55,10 @@ class SkillDrivenQuadrotor:
         cfg.terminations.out_of_bounds_distance_m = NEVER_M
         cfg.terminations.ceiling_m = NEVER_M
         cfg.physics.native = _native_available() if native is None and str(device) == "cpu" else bool(native)
+        # a skill that observes the position error's integral: the goto step keeps it (a state row)
+        integral = next((t.integral for t in skill.contract.observations if t.integral is not None), None)
+        cfg.command.observe_error_integral = integral is not None
+        self.subgoal_change_m = None if integral is None else integral.subgoal_change_m
         self.env = GotoEnv(cfg.validate(), num_envs=num_envs, device=device, seed=seed)
         self.skill = skill.to(device)
         problems = skill.contract.mismatches(self.env.robot, control_rate_hz=self.env.contract.control_rate_hz)
@@ -90,7 +94,8 @@ class SkillDrivenQuadrotor:
     def skill_observation(self, subgoal_w: torch.Tensor) -> torch.Tensor:
         env = self.env
         inputs = {"position_w": env.position_w, "quat_wxyz": env.quat_wxyz, "linear_velocity_w": env.linear_velocity_w,
-                  "angular_velocity_b": env.angular_velocity_b, "subgoal_w": subgoal_w, "last_action": self.skill_last_action}
+                  "angular_velocity_b": env.angular_velocity_b, "subgoal_w": subgoal_w, "last_action": self.skill_last_action,
+                  "position_error_integral": env.position_error_integral}
         return obs_terms.compute_observation(self.terms, inputs, self.noise_std, self.generator)
 
     def new_subgoal(self) -> None:
@@ -101,6 +106,9 @@ class SkillDrivenQuadrotor:
     def step(self, subgoal_w: torch.Tensor) -> torch.Tensor:
         """One control period of the skill towards ``subgoal_w`` (N, 3); returns the goto env's crash ends (N,) bool."""
         if self._env_obs is None:
+            if self.subgoal_change_m is not None:  # a subgoal moved: its integral starts again (as the runtime's)
+                moved = (subgoal_w - self.env.goal_w).abs().amax(dim=-1) > self.subgoal_change_m
+                self.env.position_error_integral[moved] = 0.0
             obs = self.skill_observation(subgoal_w)
             self.env.goal_w[:] = subgoal_w
         else:
@@ -128,6 +136,7 @@ class SkillDrivenQuadrotor:
         env.rotor_rpm[ids] = float(self.robot.hover_rpm)
         env.goal_w[ids] = position_w
         env.last_action[ids] = 0.0
+        env.position_error_integral[ids] = 0.0
         env.episode_length_buf[ids] = 0
         self.skill_last_action[ids] = 0.0
         self._env_obs = None

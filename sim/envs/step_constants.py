@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from robot_hrl.contract import GOTO_ERROR_INTEGRAL
+from robot_hrl.contract import error_integral
 from robot_hrl.contract.schema import PolicyContract
 from robot_hrl.robots.quadrotor import QuadrotorParams
 from sim.envs.goto_env_cfg import GotoEnvCfg
@@ -40,6 +42,12 @@ class StepConstants(NamedTuple):
     angular_velocity_weight: float
     tilt_weight: float
     termination_weight: float
+    integral_decay: float
+    """The position error's integral: exp(-dt / time constant) per control step (robot_hrl.contract.error_integral)."""
+    integral_dt_s: float
+    integral_limit_m_s: float
+    integral_yaw_frame: bool
+    """The error is rotated into the yaw frame (the contract's frame 'yaw_flu'), else world ENU."""
 
 
 class ResetConstants(NamedTuple):
@@ -105,6 +113,8 @@ def fused_constants(cfg: GotoEnvCfg, robot: QuadrotorParams, contract: PolicyCon
     layout = state_layout(chain, num_actions, max_latency + 1)
     k = chain.constants(robot)
     specs = param_specs(chain)
+    # the integral's parameters: the contract's term, else the go-to default (the state row is kept either way)
+    spec = next((t.integral for t in contract.observations if t.integral is not None), GOTO_ERROR_INTEGRAL)
     lows, highs, stds = [], [], []
     for term in contract.observations:
         lows += [term.clip[0]] * term.size
@@ -121,6 +131,8 @@ def fused_constants(cfg: GotoEnvCfg, robot: QuadrotorParams, contract: PolicyCon
             position_coarse_scale_m=w.position_coarse_scale_m, position_fine_weight=w.position_fine_weight,
             position_fine_scale_m=w.position_fine_scale_m, velocity_weight=w.velocity_weight,
             angular_velocity_weight=w.angular_velocity_weight, tilt_weight=w.tilt_weight, termination_weight=w.termination_weight,
+            integral_decay=error_integral.decay(spec, cmd.control_rate_hz), integral_dt_s=step_dt, integral_limit_m_s=spec.limit_m_s,
+            integral_yaw_frame=spec.frame == "yaw_flu",
         ),
         reset=ResetConstants(
             randomize=rcfg.enabled,

@@ -30,6 +30,7 @@ from sim.envs.array_ops import TORCH
 from sim.envs.counter_random import counter_gaussian, noise_rows, uniforms
 from sim.envs.layout import LATENCY, PrivilegedContext, actuator_chain, param_specs, privileged_columns, unit_vector
 from sim.envs.step_constants import FusedConstants
+from sim.envs.terms import error_integral
 from sim.envs.terms import observations as obs_terms
 
 
@@ -134,6 +135,10 @@ def physics_rows(
     command = chain.command(wrench, chain_state, derived, f.chain, TORCH)
     pos, quat, vel, omega = (_rows(state, L.rows(n)) for n in ("position_w", "quat_wxyz", "linear_velocity_w", "angular_velocity_b"))
     goal, last_action = _rows(state, L.rows("goal_w")), _rows(state, L.rows("last_action"))
+    # the position error's integral advances with the error the policy saw (the state before the physics)
+    integral = error_integral.integral_step(_rows(state, L.rows("position_error_integral")),
+                                            error_integral.frame_error(pos, quat, goal, c.integral_yaw_frame),
+                                            c.integral_decay, c.integral_dt_s, c.integral_limit_m_s)
     touched = None
     for _ in range(c.decimation):
         sub = chain.substep(chain_state, command, derived, f.chain, TORCH)
@@ -181,7 +186,8 @@ def physics_rows(
     success = within & time_out
     rms = torch.sqrt(sq_error / episode_length.clamp(min=1).float())
     new_last = tuple(torch.where(dones, 0.0, a) for a in actions)
-    rows = pos + quat + vel + omega + state_columns(chain.STATE, chain_state) + goal + new_last + (sq_error,) + buffer
+    integral = tuple(torch.where(dones, 0.0, i) for i in integral)
+    rows = pos + quat + vel + omega + state_columns(chain.STATE, chain_state) + goal + new_last + (sq_error,) + integral + buffer
     return StepRows(rows, episode_length, reward, dones, time_out, crashed, out, distance, speed, success, rms)
 
 
@@ -258,7 +264,8 @@ def observation_rows(
     L = f.layout
     inputs = {name: state[L.rows(key)] for name, key in (
         ("position_w", "position_w"), ("quat_wxyz", "quat_wxyz"), ("linear_velocity_w", "linear_velocity_w"),
-        ("angular_velocity_b", "angular_velocity_b"), ("subgoal_w", "goal_w"), ("last_action", "last_action"))}
+        ("angular_velocity_b", "angular_velocity_b"), ("subgoal_w", "goal_w"), ("last_action", "last_action"),
+        ("position_error_integral", "position_error_integral"))}
     raw = [v for name in f.term_names for v in obs_terms.SOA_OBSERVATION_TERMS[name](inputs)]
     clean = [v.clamp(lo, hi) for v, lo, hi in zip(raw, f.obs_low, f.obs_high)]
     rows = noise_rows(f.noise_std)

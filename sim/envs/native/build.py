@@ -32,7 +32,8 @@ FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fno-math-er
 No FMA contraction: the results stay within float rounding of torch's, which has none either."""
 OPENMP_FLAGS = ("-fopenmp",)
 
-TERM_SIZES = {"subgoal_error_w": 3, "rotation_matrix_wb": 9, "linear_velocity_w": 3, "angular_velocity_b": 3, "last_action": 4}
+TERM_SIZES = {"subgoal_error_w": 3, "rotation_matrix_wb": 9, "linear_velocity_w": 3, "angular_velocity_b": 3, "last_action": 4,
+              "position_error_integral": 3}
 """The contract's observation terms control_step.c implements, and their columns."""
 
 
@@ -77,9 +78,11 @@ def config_header(f: FusedConstants) -> str:
         "MAX_INITIAL_TILT_RAD": r.max_initial_tilt_rad, "MAX_INITIAL_SPEED_MPS": r.max_initial_speed_mps,
         "MAX_INITIAL_BODY_RATE_RADPS": r.max_initial_body_rate_radps, "SUBGOAL_RADIUS_M": r.subgoal_radius_m,
         "MIN_GOAL_HEIGHT_M": r.min_goal_height_m,
+        # the position error's integral (robot_hrl.contract.error_integral)
+        "INTEGRAL_DECAY": c.integral_decay, "INTEGRAL_DT_S": c.integral_dt_s, "INTEGRAL_LIMIT_M_S": c.integral_limit_m_s,
     }
     ints = {
-        "DECIMATION": c.decimation, "TERMINATE_ON_GROUND_CONTACT": bool(c.terminate_on_ground_contact),
+        "DECIMATION": c.decimation, "INTEGRAL_YAW_FRAME": bool(c.integral_yaw_frame), "TERMINATE_ON_GROUND_CONTACT": bool(c.terminate_on_ground_contact),
         "MAX_EPISODE_LENGTH": f.max_episode_length, "LATENCY_SLOTS": f.layout.latency_slots, "RANDOMIZE": bool(r.randomize),
         "LATENCY_LO": r.action_latency_steps_range[0], "LATENCY_HI": r.action_latency_steps_range[1],
         "OBS_POLICY": len(f.obs_low), "OBS_CRITIC": len(f.obs_low) + f.layout.privileged_size, "NOISE_PAIRS": pairs,
@@ -107,14 +110,13 @@ def config_header(f: FusedConstants) -> str:
 
 def default_constants() -> FusedConstants:
     """The ``FusedConstants`` of the default ``GotoEnvCfg`` (what ``sim/envs/native/generated/`` shows)."""
-    from robot_hrl.contract import goto_contract
     from robot_hrl.robots import get_robot
     from sim.envs.goto_env_cfg import GotoEnvCfg
     from sim.envs.step_constants import fused_constants
 
     cfg = GotoEnvCfg().validate()
     robot = get_robot(cfg.robot)
-    return fused_constants(cfg, robot, goto_contract(robot, cfg.command.control_rate_hz, cfg.command.subgoal_radius_m))
+    return fused_constants(cfg, robot, cfg.contract(robot))
 
 
 def step_sources(f: FusedConstants) -> dict[str, str]:

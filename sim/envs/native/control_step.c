@@ -135,6 +135,25 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         float px = s_in[(ROW_POSITION_W + 0) * n + e], py = s_in[(ROW_POSITION_W + 1) * n + e], pz = s_in[(ROW_POSITION_W + 2) * n + e];
         float qw = s_in[(ROW_QUAT_WXYZ + 0) * n + e], qx = s_in[(ROW_QUAT_WXYZ + 1) * n + e], qy = s_in[(ROW_QUAT_WXYZ + 2) * n + e],
               qz = s_in[(ROW_QUAT_WXYZ + 3) * n + e];
+        /* the position error's integral advances with the error the policy saw (terms/error_integral.py) */
+        float integral[3];
+        {
+            float iex = s_in[(ROW_GOAL_W + 0) * n + e] - px, iey = s_in[(ROW_GOAL_W + 1) * n + e] - py;
+            float iez = s_in[(ROW_GOAL_W + 2) * n + e] - pz;
+#if INTEGRAL_YAW_FRAME
+            float r00 = 1.0f - 2.0f * (qy * qy + qz * qz), r10 = 2.0f * (qx * qy + qw * qz);
+            float h = sqrtf(r00 * r00 + r10 * r10);
+            h = h < 1e-6f ? 1e-6f : h;
+            float c = r00 / h, sn = r10 / h;
+            float err[3] = {c * iex + sn * iey, -sn * iex + c * iey, iez};
+#else
+            float err[3] = {iex, iey, iez};
+#endif
+            UNROLL
+            for (int i = 0; i < 3; i++)
+                integral[i] = clampf(INTEGRAL_DECAY * s_in[(ROW_POSITION_ERROR_INTEGRAL + i) * n + e] + INTEGRAL_DT_S * err[i],
+                                     -INTEGRAL_LIMIT_M_S, INTEGRAL_LIMIT_M_S);
+        }
         float v[3], w[3];
         UNROLL
         for (int i = 0; i < 3; i++) {
@@ -248,6 +267,8 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
         UNROLL
         for (int a = 0; a < NUM_ACTIONS; a++) s_out[(ROW_LAST_ACTION + a) * n + e] = act[a] * keep;
         s_out[ROW_SQ_ERROR_SUM * n + e] = sq_error * keep;
+        UNROLL
+        for (int i = 0; i < 3; i++) s_out[(ROW_POSITION_ERROR_INTEGRAL + i) * n + e] = done > 0.0f ? 0.0f : integral[i]; /* where(dones, 0, I): a NaN integral too */
         UNROLL
         for (int a = 0; a < NUM_ACTIONS; a++) s_out[BUFFER * n + a * n + e] = act[a] * keep;
         UNROLL
@@ -370,6 +391,11 @@ static void observation_block(int64_t n, int64_t lo, int64_t hi, uint32_t noise_
 #if TERM_LAST_ACTION >= 0
         UNROLL
         for (int i = 0; i < NUM_ACTIONS; i++) policy[(TERM_LAST_ACTION + i) * n + e] = s[(ROW_LAST_ACTION + i) * n + e];
+#endif
+#if TERM_POSITION_ERROR_INTEGRAL >= 0
+        UNROLL
+        for (int i = 0; i < 3; i++)
+            policy[(TERM_POSITION_ERROR_INTEGRAL + i) * n + e] = s[(ROW_POSITION_ERROR_INTEGRAL + i) * n + e];
 #endif
         (void)qw; (void)qx; (void)qy; (void)qz;
     }

@@ -1,7 +1,8 @@
 """Observation terms, torch implementation (the simulator side).
 
 Twins of ``robot_hrl.contract.observations`` with the SAME names and the same input keys
-(position_w, quat_wxyz, linear_velocity_w, angular_velocity_b, subgoal_w, last_action);
+(position_w, quat_wxyz, linear_velocity_w, angular_velocity_b, subgoal_w, last_action, and the stateful
+position_error_integral, which ``sim/envs/terms/error_integral.py`` advances);
 ``tests/test_observation_parity.py`` proves they agree with the numpy terms.
 """
 
@@ -44,8 +45,14 @@ def last_action(x: ObservationInputs) -> torch.Tensor:
     return x["last_action"]
 
 
+def position_error_integral(x: ObservationInputs) -> torch.Tensor:
+    """The leaky integral of the position error, yaw frame, m s: the step's state row (``error_integral.integral_step``)."""
+    return x["position_error_integral"]
+
+
 OBSERVATION_TERMS: dict[str, Callable[[ObservationInputs], torch.Tensor]] = {
-    fn.__name__: fn for fn in (subgoal_error_w, rotation_matrix_wb, linear_velocity_w, angular_velocity_b, last_action)
+    fn.__name__: fn for fn in (subgoal_error_w, rotation_matrix_wb, linear_velocity_w, angular_velocity_b, last_action,
+                               position_error_integral)
 }
 
 
@@ -72,6 +79,7 @@ SOA_OBSERVATION_TERMS: dict[str, Callable[[SoAInputs], tuple]] = {
     "linear_velocity_w": lambda x: tuple(x["linear_velocity_w"]),
     "angular_velocity_b": lambda x: tuple(x["angular_velocity_b"]),
     "last_action": lambda x: tuple(x["last_action"]),
+    "position_error_integral": lambda x: tuple(x["position_error_integral"]),
 }
 """The same terms as ``OBSERVATION_TERMS``, component by component (tests/test_sim_compiled.py checks they agree)."""
 

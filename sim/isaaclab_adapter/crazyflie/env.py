@@ -34,7 +34,6 @@ from __future__ import annotations
 import torch
 from isaaclab.envs import DirectRLEnv
 
-from robot_hrl.contract import goto_contract
 from robot_hrl.robots import get_robot
 from robot_hrl.robots.actuator_chain import state_columns, state_dict
 from sim.envs import curriculum as curriculum_terms
@@ -43,6 +42,7 @@ from sim.envs.array_ops import TORCH
 from sim.envs.counter_random import NOISE_STREAM, RESET_STREAM, counter_key
 from sim.envs.goto_env_cfg import GotoEnvCfg
 from sim.envs.step_constants import fused_constants
+from sim.envs.terms import error_integral
 from sim.envs.terms import rewards as reward_terms
 from sim.envs.terms import terminations as termination_terms
 from sim.isaaclab_adapter.crazyflie.env_cfg import CrazyflieGotoEnvCfg, configure
@@ -75,8 +75,7 @@ class CrazyflieGotoEnv(DirectRLEnv):
     def __init__(self, cfg: CrazyflieGotoEnvCfg, render_mode: str | None = None, **kwargs):
         self.goto: GotoEnvCfg = configure(cfg)  # sim.dt, decimation, episode length and the USD from the GotoEnvCfg
         self.quadrotor = get_robot(self.goto.robot)
-        cmd = self.goto.command
-        self.contract = goto_contract(self.quadrotor, cmd.control_rate_hz, cmd.subgoal_radius_m)
+        self.contract = self.goto.contract(self.quadrotor)
         self._fused = f = fused_constants(self.goto, self.quadrotor, self.contract)
         self.layout = f.layout
         self.chain = step_core.step_tables(f.robot).chain
@@ -145,6 +144,14 @@ class CrazyflieGotoEnv(DirectRLEnv):
         _, dist_scale, _ = self._scales()
         self._force_ext_w = torch.stack([v * dist_scale for v in p["disturbance_force_w"]], dim=-1)
         self._torque_ext_b = torch.stack([v * dist_scale for v in p["disturbance_torque_b"]], dim=-1)
+        # the position error's integral advances with the error the policy saw (as step_core.physics_rows; resets zero it)
+        c = f.step
+        integral = error_integral.integral_step(
+            tuple(self._state[L.rows("position_error_integral")]),
+            error_integral.frame_error(tuple(self._rows("position_w")), tuple(self._rows("quat_wxyz")), tuple(self._rows("goal_w")),
+                                       c.integral_yaw_frame),
+            c.integral_decay, c.integral_dt_s, c.integral_limit_m_s)
+        self._state[L.rows("position_error_integral")] = torch.stack(integral)
         self._touched.zero_()
         self._substep = 0
 

@@ -26,10 +26,14 @@
 #define MAX_INITIAL_BODY_RATE_RADPS 3.0f
 #define SUBGOAL_RADIUS_M 1.0f
 #define MIN_GOAL_HEIGHT_M 0.3f
+#define INTEGRAL_DECAY 0.99501246f
+#define INTEGRAL_DT_S 0.01f
+#define INTEGRAL_LIMIT_M_S 0.02f
 #define SPAWN_HEIGHT_LO 1.0
 #define SPAWN_HEIGHT_HI 2.0
 #define SPAWN_XY_HALF_EXTENT_M 1.0
 #define DECIMATION 2
+#define INTEGRAL_YAW_FRAME 0
 #define TERMINATE_ON_GROUND_CONTACT 1
 #define MAX_EPISODE_LENGTH 500
 #define LATENCY_SLOTS 2
@@ -44,6 +48,7 @@
 #define TERM_LINEAR_VELOCITY_W 12
 #define TERM_ANGULAR_VELOCITY_B 15
 #define TERM_LAST_ACTION 18
+#define TERM_POSITION_ERROR_INTEGRAL -1
 static const float ACTION_LOW[4] = {0.0f, -0.0024204685f, -0.0024204685f, -0.0005203716f};
 static const float ACTION_HIGH[4] = {0.5953147f, 0.0024204685f, 0.0024204685f, 0.0005203716f};
 static const float OBS_LOW[OBS_POLICY] = {-2.0f, -2.0f, -2.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -5.0f, -5.0f, -5.0f, -35.0f, -35.0f, -35.0f, -1.0f, -1.0f, -1.0f, -1.0f};

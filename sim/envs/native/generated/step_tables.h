@@ -12,8 +12,9 @@ enum {
     ROW_GOAL_W = 18, /* 3 */
     ROW_LAST_ACTION = 21, /* 4 */
     ROW_SQ_ERROR_SUM = 25, /* 1 */
-    BUFFER = 26,
-    STATE_ROWS = 34,
+    ROW_POSITION_ERROR_INTEGRAL = 26, /* 3 */
+    BUFFER = 29,
+    STATE_ROWS = 37,
 };
 /* parameter rows */
 enum {
