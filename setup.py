@@ -55,7 +55,7 @@ setup(
     packages=find_packages(include=["robot_hrl", "robot_hrl.*", "sim", "sim.*", "deploy", "deploy.*"]),
     include_package_data=True,
     package_data={"sim.envs.native": ["*.c", "*.h"], "sim.agents": ["*.c"],  # built at run time (physics.native, the CPU ELU)
-                  "robot_hrl.robots": ["*/shield.yaml"]},  # each robot's shield configuration
+                  "robot_hrl.robots": ["*/shield.yaml", "*/shield_ranges.yaml"]},  # each robot's shield configuration (and range source)
     install_requires=RUNTIME,
     extras_require={"train": TRAIN, "pybullet": PYBULLET, "deploy": DEPLOY, "test": TEST, "dev": DEV},
     data_files=[

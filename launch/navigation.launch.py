@@ -1,7 +1,10 @@
 """ROS 2 launch file of the navigation stack: sim (optional), skill and planner nodes.
 
-    ros2 launch robot_hrl navigation.launch.py [use_sim:=true] [planner:=symbolic|llm|vlm]
+    ros2 launch robot_hrl navigation.launch.py [use_sim:=true] [planner:=symbolic|llm|vlm|learned]
         [model:=models/crazyflie_goto.onnx] [world:=models/worlds/demo.yaml] [task:="..."] [namespace:=cf1]
+
+(``world:=room:<density>:<seed>`` is ``robot-hrl launch``'s only: write the room with
+``python -m robot_hrl.world.rooms`` and pass its world file and task here.)
 
 The node list comes from robot_hrl.launch.graph and the parameters from
 share/robot_hrl/params/navigation.yaml: the same two sources `robot-hrl launch navigation`
@@ -43,8 +46,12 @@ def generate_launch_description() -> LaunchDescription:
         for arg, param in spec.arguments.items():
             # typed as strings: an empty task or a path must not be YAML-parsed into None or a number
             overrides[param] = ParameterValue(LaunchConfiguration(arg), value_type=str)
-        if spec.name == "sim_node":  # the VLM planner looks through the robot's camera
+        learned = PythonExpression(["'", LaunchConfiguration("planner"), "' == 'learned'"])
+        if spec.name == "sim_node":  # the VLM planner looks through the robot's camera; the learned one reads the rangers
             overrides["camera"] = PythonExpression(["'", LaunchConfiguration("planner"), "' == 'vlm'"])
+            overrides["rangers"] = learned
+        if spec.name == "skill_node":  # the learned planner: the shield's range source next to the map's
+            overrides["range_shield"] = learned
         actions.append(
             Node(
                 package=PACKAGE,

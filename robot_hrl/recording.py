@@ -55,6 +55,28 @@ def _typestore():
     return _TYPESTORE
 
 
+def typestore_for_class(cls: type):
+    """The rosbags typestore whose definition of ``cls``'s type has ``cls``'s layout: Jazzy's for the Range with
+    ``variance`` (robot_hrl.msgs.RangeJazzy), else Humble's (every other message of the stack has one layout)."""
+    from robot_hrl.msgs import RangeJazzy
+
+    return get_typestore(Stores.ROS2_JAZZY) if cls is RangeJazzy else _typestore()
+
+
+def _resolve_class(msg_type) -> type:
+    """A message class from a class or a ROS 2 type name; sensor_msgs/msg/Range (two layouts, in no registry) is
+    the layout of this ROS 2 distribution (``ROS_DISTRO``, robot_hrl.msgs.range_class_for_distro)."""
+    if not isinstance(msg_type, str):
+        return msg_type
+    if msg_type.replace("/msg/", "/") == "sensor_msgs/Range":
+        import os
+
+        from robot_hrl.msgs import range_class_for_distro
+
+        return range_class_for_distro(os.environ.get("ROS_DISTRO"))
+    return message_class(msg_type)
+
+
 def _bag_qos(qos: QoS) -> BagQos:
     zero = QosTime(sec=0, nsec=0)
     return BagQos(
@@ -88,17 +110,20 @@ class BagWriter:
         """Messages written, by topic."""
         self.closed = False
 
-    def add_topic(self, topic: str, ros_type: str, qos: QoS = RECORD_QOS) -> None:
+    def add_topic(self, topic: str, ros_type: str, qos: QoS = RECORD_QOS, typestore=None) -> None:
+        """``typestore``: where the type's definition comes from (default: Humble's; a Jazzy-layout
+        sensor_msgs/Range needs Jazzy's, see :func:`typestore_for_class`)."""
+        store = typestore or _typestore()
         with self._lock:
             self._check_open()
             if topic in self._connections:
                 if self._types[topic] != ros_type:
                     raise RecordingError(f"topic {topic} is in the bag with type {self._types[topic]}, not {ros_type}")
                 return
-            if ros_type not in _typestore().types:
+            if ros_type not in store.types:
                 raise MessageTypeError(f"type {ros_type} of {topic} has no ROS 2 definition in rosbags' typestore")
             self._connections[topic] = self._writer.add_connection(
-                topic, ros_type, typestore=_typestore(), offered_qos_profiles=[_bag_qos(qos)])
+                topic, ros_type, typestore=store, offered_qos_profiles=[_bag_qos(qos)])
             self._types[topic] = ros_type
             self.counts[topic] = 0
 
@@ -162,11 +187,11 @@ class TopicRecorder:
             raise
 
     def add(self, topic: str, msg_type: type | str, qos: QoS = RECORD_QOS) -> None:
-        cls = message_class(msg_type) if isinstance(msg_type, str) else msg_type
+        cls = _resolve_class(msg_type)
         resolved = self.node.resolve_topic(topic)
         if resolved in self._subs:
             return
-        self.bag.add_topic(resolved, ros_type_name(cls), qos)
+        self.bag.add_topic(resolved, ros_type_name(cls), qos, typestore_for_class(cls))
         self._subs[resolved] = self.node.create_subscription(cls, topic, self._writer_for(resolved), qos, raw=True)
 
     def _writer_for(self, topic: str) -> Callable[[bytes], None]:

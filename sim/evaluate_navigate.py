@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+# run as a file, Python puts sim/ first on the path, where sim/pybullet would shadow the pybullet package
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
@@ -308,7 +310,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--plots", default=None, help="write PNG plots into this directory")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--range-shield", action="store_true",
+                        help="PyBullet only: every planner's skill commands go through the shield with the range source "
+                             "(range_obstacles, RANGE_SHIELD_SECTION's zones; the rooms unmapped for it), fed by the rangers; "
+                             "collisions are still judged from PyBullet's contacts")
     args = parser.parse_args(argv)
+    if args.range_shield and args.sim != "pybullet":
+        parser.error("--range-shield needs --sim pybullet (the batched simulator has no shield)")
     import torch
 
     from robot_hrl.errors import RobotHrlError
@@ -333,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             planners["learned"] = lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0]
         planners["reactive"] = lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()
         results = evaluate_pybullet(planners, rooms, args.skill, args.seed,
-                                    {"learned": contract} if session is not None else None)
+                                    {"learned": contract} if session is not None else None, shielded=args.range_shield)
     for name, r in results.items():
         for d, s in r["by_density"].items():
             print(f"{args.sim:8s} {name:18s} {d:7s} success {s['success_rate']:.3f} collisions {s['collision_rate']:.3f} "

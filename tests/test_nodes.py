@@ -77,7 +77,9 @@ def test_graph_and_params_file_agree():
     assert names == ["skill_node", "planner_node"]
     planner = next(n for n in graph.NAVIGATION_NODES if n.name == "planner_node")
     assert graph.node_parameters(planner, args) == {"use_sim_time": False, "planner": "symbolic",
-                                                    "world": "models/worlds/demo.yaml", "task": "takeoff 1"}
+                                                    "world": "models/worlds/demo.yaml", "task": "takeoff 1",
+                                                    "model": "models/crazyflie_goto.onnx",
+                                                    "navigate_model": "models/crazyflie_navigate.onnx"}
 
 
 @pytest.mark.parametrize("values, message", [({"planner": "gpt"}, "choose one of"), ({"speed": "1"}, "unknown launch")])
@@ -319,7 +321,7 @@ def test_skill_core_estop_latches_until_released(skill):
 @pytest.mark.parametrize("module, args, message", [
     ("robot_hrl.nodes.skill_node", ["-p", "model:=models/nope.onnx"], "model file 'models/nope.onnx' was not found"),
     ("robot_hrl.nodes.skill_node", ["-p", "robot:=hummingbird"], "unknown robot 'hummingbird'"),
-    ("robot_hrl.nodes.planner_node", ["-p", "planner:=oracle"], "choose symbolic, llm or vlm"),
+    ("robot_hrl.nodes.planner_node", ["-p", "planner:=oracle"], "choose symbolic, llm, vlm or learned"),
     ("robot_hrl.nodes.planner_node", ["-p", "world:=/nonexistent/world.yaml"], "does not exist"),
     ("robot_hrl.nodes.planner_node", ["-p", "robot_radius_m:=-0.1"], "robot_radius_m=-0.1 must be >= 0"),
     ("robot_hrl.nodes.planner_node", ["-p", "robot:=hummingbird"], "unknown robot 'hummingbird'"),

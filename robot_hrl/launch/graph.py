@@ -42,12 +42,27 @@ class NodeSpec:
     """A boolean launch argument that must be true for the node to start."""
 
 
+def _default_rangers():
+    """The default robot's rangers (``/range/<name>``: published by the sim node when the planner is learned)."""
+    from robot_hrl.robots import DEFAULT_ROBOT, get_robot
+    from robot_hrl.sensing import robot_range_sensors
+
+    return robot_range_sensors(get_robot(DEFAULT_ROBOT))
+
+
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("use_sim", "true", "start the PyBullet sim node; every node then runs on its /clock (use_sim_time)",
                    ("true", "false")),
-    LaunchArgument("planner", "symbolic", "planner kind", ("symbolic", "llm", "vlm")),
+    LaunchArgument("planner", "symbolic", "planner kind: symbolic (a map), llm, vlm, or learned (the map-free navigate "
+                   "level over the goto skill, from the live rangers: the sim node publishes /range/<name>, the "
+                   "skill node's shield adds its range source)", ("symbolic", "llm", "vlm", "learned")),
     LaunchArgument("model", "models/crazyflie_goto.onnx", "ONNX skill policy (contract embedded)"),
-    LaunchArgument("world", "models/worlds/demo.yaml", "world file: geofence, obstacles, landmarks"),
+    LaunchArgument("world", "models/worlds/demo.yaml", "world file: geofence, obstacles, landmarks; or a generated "
+                   "room, room:<density>:<seed> (sparse|medium|dense; seeds >= 1000000000 are held-out evaluation "
+                   "rooms): written into the run folder, its task (takeoff; goto the goal; land) used when --task is "
+                   "empty (robot_hrl.world.rooms)"),
+    LaunchArgument("navigate_model", "models/crazyflie_navigate.onnx",
+                   "the learned navigate level (planner learned); refused unless it was trained over --model"),
     LaunchArgument("task", "", "task for the planner at start-up (more can be sent on /task)"),
     LaunchArgument("namespace", "", "namespace of every node and topic (one per robot in a fleet)"),
 )
@@ -56,7 +71,8 @@ NAVIGATION_NODES: tuple[NodeSpec, ...] = (
     NodeSpec("sim_node", "sim_node", "sim.nodes.sim_node", {"world": "world"}, condition="use_sim"),
     NodeSpec("skill_node", "skill_node", "robot_hrl.nodes.skill_node", {"model": "model", "world": "world"}),
     NodeSpec("planner_node", "planner_node", "robot_hrl.nodes.planner_node",
-             {"planner": "planner", "world": "world", "task": "task"}),
+             {"planner": "planner", "world": "world", "task": "task", "model": "model",
+              "navigate_model": "navigate_model"}),
 )
 
 TOPICS: dict[str, tuple[str, bool]] = {
@@ -71,6 +87,7 @@ TOPICS: dict[str, tuple[str, bool]] = {
     "/skill/status": ("std_msgs/msg/String", False),
     "/planner/status": ("std_msgs/msg/String", True),
     "/estop": ("std_msgs/msg/Bool", False),
+    **{s.topic: ("sensor_msgs/msg/Range", False) for s in _default_rangers()},
 }
 """Every topic of the graph (namespaced at run time): ROS 2 type, latched. The recorder records these."""
 
@@ -91,6 +108,7 @@ TOPIC_QOS: dict[str, tuple[str, str]] = {
     "/skill/status": (COMMAND, COMMAND),
     "/planner/status": (LATCHED, LATCHED),
     "/estop": (INPUT, INPUT),
+    **{s.topic: (SENSOR, SENSOR) for s in _default_rangers()},
 }
 """Topic -> (QoS of the graph's publishers, QoS of its subscriptions): the table of
 docs/nodes_launch.md, checked against the running graph by the tests. Every ``input`` subscription
@@ -135,6 +153,11 @@ def node_parameters(spec: NodeSpec, arguments: dict[str, str]) -> dict[str, obje
     params: dict[str, object] = {"use_sim_time": as_bool(arguments["use_sim"])}
     if spec.name == "sim_node" and arguments.get("planner") == "vlm":
         params["camera"] = True  # the VLM planner looks through the robot's camera
+    if arguments.get("planner") == "learned":
+        if spec.name == "sim_node":
+            params["rangers"] = True  # the level and the shield's range source read /range/<name>
+        if spec.name == "skill_node":
+            params["range_shield"] = True  # range_obstacles next to obstacles: both sources on
     for arg, param in spec.arguments.items():
         value = arguments.get(arg, "")
         if arg == "task" and value == "":

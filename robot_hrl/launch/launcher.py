@@ -83,7 +83,9 @@ class RunResult:
     logs: str | None
     exit_codes: dict[str, int | None]
     planner: str | None = None
-    """The planner that made the plan flown (symbolic, llm, vlm), from /planner/status."""
+    """The planner that made the plan flown (symbolic, llm, vlm, learned), from /planner/status."""
+    world: str | None = None
+    """The world file flown (a generated room: the file written into the run folder)."""
     fallback_reason: str | None = None
     """Why the LLM/VLM planner fell back to the symbolic one, if it did."""
     backend: str = DEFAULT_BACKEND
@@ -110,12 +112,20 @@ class Launcher:
                                   "(see docs/nodes_launch.md), or use --backend cyclonedds")
         from robot_hrl.world import load_world
 
-        self.world = load_world(resolve_resource(self.args["world"], "world file"))
-        resolve_resource(self.args["model"], "model file")  # fail early, with the places tried
-        self.params_file = str(resolve_resource(options.params_file or graph.PARAMS_FILE, "parameters file"))
         out = options.out or Path(tempfile.mkdtemp(prefix="robot_hrl_run_"))
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
+        self.room = None
+        """The generated room's task file (``--world room:<density>:<seed>``), else None."""
+        if self.args["world"].startswith(ROOM_PREFIX):
+            self.args["world"], self.room = write_room(self.args["world"], self.out / "world")
+            if not self.args["task"].strip():
+                self.args["task"] = self.room["task"]
+        self.world = load_world(resolve_resource(self.args["world"], "world file"))
+        resolve_resource(self.args["model"], "model file")  # fail early, with the places tried
+        if self.args["planner"] == "learned":
+            resolve_resource(self.args["navigate_model"], "navigate model")
+        self.params_file = str(resolve_resource(options.params_file or graph.PARAMS_FILE, "parameters file"))
         (self.out / "logs").mkdir(exist_ok=True)
         self.domain_id = options.domain_id
         if self.domain_id is None:
@@ -336,7 +346,7 @@ class Launcher:
             deadline=snap["deadline"], errors=snap["errors"],
             recording=str(recording) if recording else None, plot=plot, logs=str(self.out / "logs"),
             exit_codes=codes, planner=snap["planner"].get("planner"),
-            fallback_reason=snap["planner"].get("fallback_reason"), backend=self.o.backend,
+            fallback_reason=snap["planner"].get("fallback_reason"), backend=self.o.backend, world=self.args["world"],
         )
         text = json.dumps(result.to_dict(), indent=2, default=str)
         (self.out / "result.json").write_text(text)
@@ -365,6 +375,27 @@ class Launcher:
         from robot_hrl.transport.dds_config import RANGE_VARIABLE
 
         return f"{RANGE_VARIABLE}={self.env.get(RANGE_VARIABLE, '')}"
+
+
+ROOM_PREFIX = "room:"
+"""``--world room:<density>:<seed>``: a generated room (robot_hrl.world.rooms)."""
+
+
+def write_room(spec: str, directory: Path) -> tuple[str, dict]:
+    """``room:<density>:<seed>`` -> (the world file written into ``directory``, its task file's content)."""
+    from robot_hrl.errors import WorldError
+    from robot_hrl.world.rooms import DENSITIES, generate_room, load_room_task, save_room, split_of_seed
+
+    parts = spec[len(ROOM_PREFIX):].split(":")
+    if len(parts) != 2 or parts[0] not in DENSITIES or not parts[1].strip().isdigit():
+        raise ConfigError(f"--world {spec!r}: write room:<density>:<seed>, density one of {list(DENSITIES)}, seed a "
+                          "non-negative integer (>= 1000000000: a held-out evaluation room), e.g. room:dense:1000000003")
+    seed = int(parts[1])
+    try:
+        path = save_room(generate_room(parts[0], seed, split_of_seed(seed)), directory)
+    except WorldError as exc:
+        raise ConfigError(f"--world {spec!r}: {exc}") from None
+    return str(path.resolve()), load_room_task(path)
 
 
 def _after(seconds: float):

@@ -51,6 +51,8 @@ from robot_hrl.planning.untrusted import plain
 from robot_hrl.transport.interface import COMMAND_QOS, INPUT_QOS, LATCHED_QOS, SENSOR_QOS
 
 GOAL_ACTIONS = ("takeoff", "goto", "land")
+PLANNER_KINDS = ("symbolic", "llm", "vlm", "learned")
+"""``learned``: the map-free navigate level (robot_hrl.planning.learned) flies every goto step (robot_hrl.nodes.planner_learned)."""
 SAME_SUBGOAL_M = 1e-3
 SYMBOLIC_PLANNING_TIMEOUT_S = 10.0
 """The default planning deadline of the symbolic planner (tasks within the limits plan in well under
@@ -317,6 +319,11 @@ class PlannerCore:
                       now, self.state)
         self._launch(job, now)
 
+    def complete_step(self, now: float) -> None:
+        """The current step is done (a planner that judges arrival itself: the learned level near its goal)."""
+        if self.current_step is not None and self.job is None:
+            self._complete_step(now)
+
     def _complete_step(self, now: float, reached: bool = True) -> None:
         step = self.current_step
         if reached and step.action in GOAL_ACTIONS:
@@ -421,6 +428,7 @@ class PlannerNode:
             ("llm_url", "http://localhost:11434/v1"), ("llm_model", ""), ("llm_timeout_s", 30.0), ("task", ""),
             ("subgoal_rate_hz", 5.0), ("blocked_replan_s", 2.0), ("max_replans", 3), ("frame_id", "map"),
             ("safety_margin_m", 0.2), ("robot_radius_m", 0.0), ("planning_timeout_s", 0.0), ("shield_config", ""),
+            ("navigate_model", "models/crazyflie_navigate.onnx"), ("goal_tolerance_m", 0.3),
         )}
         self.p = p
         from robot_hrl.errors import ConfigError
@@ -428,8 +436,9 @@ class PlannerNode:
         from robot_hrl.nodes.resources import resolve_resource
         from robot_hrl.world import load_world
 
-        if p["planner"] not in ("symbolic", "llm", "vlm"):
-            raise ConfigError(f"planner_node: planner={p['planner']!r}; choose symbolic, llm or vlm")
+        if p["planner"] not in PLANNER_KINDS:
+            raise ConfigError(f"planner_node: planner={p['planner']!r}; choose {', '.join(PLANNER_KINDS[:-1])} or "
+                              f"{PLANNER_KINDS[-1]}")
         if not float(p["subgoal_rate_hz"]) > 0:
             raise ConfigError(f"planner_node: subgoal_rate_hz={p['subgoal_rate_hz']!r} must be > 0")
         timeout = float(p["planning_timeout_s"])
@@ -438,6 +447,12 @@ class PlannerNode:
                               "(0 = 10 s, plus the LLM's requests for llm/vlm)")
         self.world = load_world(resolve_resource(p["world"], "world file"))
         radius = float(p["subgoal_radius_m"]) or subgoal_radius_from_model(str(p["model"]))
+        self.learned = None
+        """The learned level's driver (planner kind ``learned``), else None."""
+        if planner is None and p["planner"] == "learned":
+            from robot_hrl.nodes.planner_learned import LearnedDriver
+
+            planner = LearnedDriver.make_planner(p, self.world, radius, self._robot_radius_m(p))
         if planner is None:
             if float(p["safety_margin_m"]) < 0:
                 raise ConfigError(f"planner_node: safety_margin_m={p['safety_margin_m']!r} must be >= 0")
@@ -473,6 +488,10 @@ class PlannerNode:
             from robot_hrl.msgs import Image
 
             self.inputs.subscribe(Image, "/camera/image_raw", self._on_image, SENSOR_QOS)
+        if getattr(planner, "kind", None) == "learned":
+            from robot_hrl.nodes.planner_learned import LearnedDriver
+
+            self.learned = LearnedDriver(self, planner)
         self._published_version = -1
         self._last_status: str | None = None
         self.tasks_rejected = 0
@@ -589,6 +608,8 @@ class PlannerNode:
             return  # not news (an exact repeat): the position it gives is already the latest
         self._quat = tuple(float(v) for v in state.quat_wxyz)
         self.core.on_position(state.position_w)
+        if self.learned is not None:  # the learned level sees only the odometry the validator accepted
+            self.learned.on_state(state)
         if self.core.pending_task is not None:
             task = self.core.pending_task
             error = self.core.poll_pending(self._now())
@@ -639,6 +660,11 @@ class PlannerNode:
 
     # ---- outputs ------------------------------------------------------------------------------
     def _send_subgoal(self) -> None:
+        if self.learned is not None and self.learned.active():
+            sub = self.learned.subgoal
+            if sub is not None:
+                self.subgoal_pub.publish(pose_stamped(sub, self._now(), self.frame_id))
+            return
         sub = self.core.current_subgoal()
         if sub is not None and np.all(np.isfinite(sub)):
             self.subgoal_pub.publish(pose_stamped(sub, self._now(), self.frame_id))

@@ -69,6 +69,7 @@ class SkillNode(RealtimeLoop):
             ("diagnostics_rate_hz", 2.0), ("use_sim_time", False), ("realtime_priority", 0),
             ("spin_margin_us", round(LoopTiming.spin_margin_s * 1e6, 3)), ("gc_after_tick", LoopTiming.gc_after_tick),
             ("cpu_affinity", LoopTiming.cpu), ("realtime_dds_threads", LoopTiming.realtime_dds_threads),
+            ("range_shield", False),
         )}
         self.p = p
         from robot_hrl.nodes.resources import resolve_resource
@@ -102,8 +103,12 @@ class SkillNode(RealtimeLoop):
             from robot_hrl.safety import Shield
 
             path = str(p["shield_config"]).strip()
-            shield = Shield.from_yaml(resolve_resource(path, "shield config") if path else None, robot, self.world,
-                                      policy.contract.subgoal_radius_m, action=policy.contract.action)
+            path = resolve_resource(path, "shield config") if path else None
+            if bool(p["range_shield"]):
+                shield = range_shield(path, robot, self.world, policy.contract.subgoal_radius_m, policy.contract.action)
+            else:
+                shield = Shield.from_yaml(path, robot, self.world, policy.contract.subgoal_radius_m,
+                                          action=policy.contract.action)
         self.shield = shield
         self.robot = robot
         shield_rate = getattr(getattr(shield, "config", None), "control_rate_hz", None)
@@ -136,6 +141,10 @@ class SkillNode(RealtimeLoop):
         # INPUT_QOS: ROS 2's default profile, so `ros2 topic pub` with its defaults reaches the node
         node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, INPUT_QOS)
         node.create_subscription(Bool, "/estop", self._on_estop, INPUT_QOS)
+        self.range_errors = 0
+        """Range readings refused (NaN, negative, a non-finite stamp): dropped, the sensor goes stale."""
+        self.last_range_error = ""
+        self._range_unit = self._subscribe_ranges(node)
         self._next_tick_s: float | None = None
         self._next_status_s = 0.0
         self._next_diag_s = 0.0
@@ -149,6 +158,35 @@ class SkillNode(RealtimeLoop):
         """(command, stamp) of the latest tick, re-sent while /clock stands still."""
         self._restore_thread: list = []
         """Undo actions of set_realtime_priority / set_cpu_affinity, run when the loop ends."""
+
+    def _subscribe_ranges(self, node):
+        """The live rangers of the shield's ``range_obstacles`` unit (when listed): ``/range/<name>``, best effort."""
+        import os
+        from functools import partial
+
+        from robot_hrl.msgs import range_class_for_distro
+
+        try:
+            unit = self.shield.unit("range_obstacles")
+        except (KeyError, AttributeError):
+            return None
+        if unit is None:
+            return None
+        cls = range_class_for_distro(os.environ.get("ROS_DISTRO"))
+        for spec in unit.specs:
+            node.create_subscription(cls, spec.topic, partial(self._on_range, spec.name), SENSOR_QOS)
+        return unit
+
+    def _on_range(self, name: str, msg) -> None:
+        from robot_hrl.errors import ObservationError
+
+        try:
+            self._range_unit.update(name, msg.range, seconds_from_time(msg.header.stamp))
+        except ObservationError as exc:
+            self.range_errors += 1
+            self.last_range_error = str(exc)
+            if self.range_errors <= 3 or self.range_errors % 100 == 0:
+                self.node.get_logger().warning(f"range reading refused: {exc} ({self.range_errors} so far)")
 
     # ---- callbacks ----------------------------------------------------------------------------
     def _on_odom(self, data: bytes) -> None:
@@ -230,6 +268,10 @@ class SkillNode(RealtimeLoop):
                   "odometry_errors": core.odom_errors}
         if core.last_odom_error:
             values["last_odometry_error"] = core.last_odom_error
+        if self._range_unit is not None:
+            values["range_errors"] = self.range_errors
+            if self.last_range_error:
+                values["last_range_error"] = self.last_range_error
         if self._subgoal_reports:
             values["last_subgoal_intervention"] = self._subgoal_reports[-1]
         for unit, n in core.interventions.items():
@@ -254,6 +296,38 @@ class SkillNode(RealtimeLoop):
             self.publish_diagnostics(self.node.now())
         except Exception:  # noqa: BLE001 - best effort at shutdown
             pass
+
+
+RANGE_SHIELD_FILE = "shield_ranges.yaml"
+"""The robot's range-source overlay, next to its shield.yaml: the ``range_obstacles`` section."""
+
+
+def range_shield(path, robot, world, subgoal_radius_m: float, action):
+    """The robot's shield (or the file ``path``) with its ``range_obstacles`` unit listed after the map's
+    ``obstacles`` unit (both sources on). The zones: the file's own ``range_obstacles`` section, else the robot's
+    overlay ``robot_hrl/robots/<robot>/shield_ranges.yaml``."""
+    from pathlib import Path
+
+    import yaml
+
+    from robot_hrl.safety import Shield
+    from robot_hrl.safety.config import parse_shield_config
+
+    source = Path(path or robot.shield_config_path)
+    data = yaml.safe_load(source.read_text())
+    if not isinstance(data, dict):
+        raise ConfigError(f"skill_node: {source} is not a shield config (a YAML mapping)")
+    if "range_obstacles" not in data:
+        overlay = Path(robot.shield_config_path).with_name(RANGE_SHIELD_FILE)
+        if not overlay.is_file():
+            raise ConfigError(f"skill_node: range_shield=true needs the range source's zones: a range_obstacles section "
+                              f"in {source}, or {overlay} (robot {robot.name!r} has none); see docs/safety.md")
+        data["range_obstacles"] = (yaml.safe_load(overlay.read_text()) or {}).get("range_obstacles")
+    units = list(data.get("units") or [])
+    if "range_obstacles" not in units:
+        units.insert(units.index("subgoal") if "subgoal" in units else len(units), "range_obstacles")
+    data["units"] = units
+    return Shield(parse_shield_config(data, str(source)), robot, world, subgoal_radius_m, action=action)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -103,3 +103,43 @@ class LearnedNavigator:
         self.last_subgoal_w = subgoal
         self.decisions += 1
         return subgoal
+
+
+def range_for_observation(spec: RangeSensorSpec, range_m: float) -> float:
+    """A ``sensor_msgs/Range`` reading as the level observes it (REP 117 in, the simulators' convention out):
+    +inf, or anything at or beyond ``max_range_m``: no target, ``max_range_m``; -inf, or anything below
+    ``min_range_m``: a target too close to measure, ``min_range_m``. NaN or a negative finite value is not a
+    distance: ObservationError (the reading is dropped; the level keeps the sensor's previous one)."""
+    r = float(range_m)
+    if r != r or (r < 0.0 and r != -np.inf):
+        raise ObservationError(f"range sensor {spec.name!r}: range {range_m!r} is not a distance (REP 117: +inf for no "
+                               "target, -inf for one too close); the reading is dropped")
+    return float(min(max(r, spec.min_range_m), spec.max_range_m))
+
+
+class LearnedPlanner:
+    """The ``learned`` planner kind: the task language and the steps of the symbolic planner, on the world's fence
+    and landmarks only (no obstacles: the level flies without a map); every ``goto`` step is then flown by the
+    :class:`LearnedNavigator` (the planner node asks it for a subgoal at its decision rate and ends the step
+    within ``goal_tolerance_m`` of the target)."""
+
+    kind = "learned"
+
+    def __init__(self, world, subgoal_radius_m: float, navigator: LearnedNavigator, config=None,
+                 goal_tolerance_m: float = 0.3):
+        from robot_hrl.planning.symbolic import SymbolicPlanner
+
+        self.navigator = navigator
+        self.goal_tolerance_m = float(goal_tolerance_m)
+        self.symbolic = SymbolicPlanner(world.model_copy(update={"obstacles": ()}), subgoal_radius_m, config)
+
+    def plan(self, task, start_position_w, deadline=None):
+        plan = self.symbolic.plan(task, start_position_w, deadline=deadline)
+        plan.planner = self.kind
+        self.navigator.reset()
+        return plan
+
+    def replan(self, plan, position_w, blocked=None, subgoal_index=None, deadline=None):
+        new = self.symbolic.replan(plan, position_w, blocked=blocked, subgoal_index=subgoal_index, deadline=deadline)
+        new.planner = self.kind
+        return new

@@ -130,8 +130,8 @@ def range_message(spec: RangeSensorSpec, range_m: float, stamp_s: float, frame_p
                   distro: str | None = None, variance_m2: float = 0.0):
     """A ``sensor_msgs/Range`` for one reading, in the layout of ROS 2 ``distro`` (default: the
     ``ROS_DISTRO`` environment variable; Jazzy's layout adds ``variance``). Out of range (``range_m``
-    beyond ``max_range_m``, or inf/NaN: no target) is sent as +inf, as REP 117 asks; below
-    ``min_range_m`` as -inf."""
+    beyond ``max_range_m``, +inf or NaN: no target) is sent as +inf, as REP 117 asks; below
+    ``min_range_m`` (-inf included) as -inf."""
     import os
 
     from robot_hrl.msgs import header, range_class_for_distro  # (lazy: the msgs need cyclonedds)
@@ -139,9 +139,9 @@ def range_message(spec: RangeSensorSpec, range_m: float, stamp_s: float, frame_p
     cls = range_class_for_distro(os.environ.get("ROS_DISTRO") if distro is None else distro)
 
     r = float(range_m)
-    if not math.isfinite(r) or r > spec.max_range_m:
+    if math.isnan(r) or r > spec.max_range_m:
         r = math.inf
-    elif r < spec.min_range_m:
+    elif r < spec.min_range_m:  # (-inf included: a target too close to measure stays one)
         r = -math.inf
     extra = {"variance": float(variance_m2)} if "variance" in cls.__dataclass_fields__ else {}
     return cls(header=header(stamp_s, frame_prefix + spec.frame_id), radiation_type=spec.radiation_type,

@@ -10,6 +10,12 @@ Topics (relative to the node's namespace):
 - out ``/odom`` nav_msgs/Odometry (best effort; pose in ``odom``, twist in ``base_link``).
 - out ``/clock`` rosgraph_msgs/Clock: the simulation time, when ``use_sim_time`` is set.
 - out ``/camera/image_raw`` sensor_msgs/Image (rgb8), when ``camera`` is set, at ``camera_rate_hz``.
+- out ``/range/<name>`` sensor_msgs/Range (best effort), when ``rangers`` is set: one topic per ranger of the
+  robot (``robot_hrl.sensing.robot_range_sensors``: the Crazyflie's Multi-ranger deck and the Flow deck's down
+  ranger), frame ``range_<name>``, each at its sensor's rate, from the same PyBullet ray tests the PyBullet
+  evaluation uses (``sim/pybullet/ranging.py``, with the firmware's noise model). REP 117: no target is
+  +inf, a target closer than ``min_range`` -inf. The world's fence walls and ceiling are then bodies too
+  (``build_enclosure``), so the rangers see them.
 - out ``/diagnostics``: collisions (with what, when), ground-truth position, sim time, real-time factor.
 - in  ``/sim/inject_fault`` std_msgs/String: ``odom_stop`` / ``odom_resume`` (fault drills and
   tests; the parameter ``odom_dropout_at_s`` does the same at a given sim time).
@@ -52,7 +58,7 @@ class SimNode:
             ("control_hz", 100.0), ("real_time_factor", 1.0), ("lockstep", True), ("lockstep_timeout_s", 0.5),
             ("wait_for_command", True), ("camera", False), ("camera_rate_hz", 2.0), ("seed", 0),
             ("odom_dropout_at_s", -1.0), ("use_sim_time", False), ("diagnostics_rate_hz", 2.0),
-            ("max_sim_time_s", 0.0),
+            ("max_sim_time_s", 0.0), ("rangers", False),
         )}
         self.p = p
         for key in ("physics_hz", "control_hz", "camera_rate_hz", "diagnostics_rate_hz"):
@@ -76,6 +82,10 @@ class SimNode:
                                        control_hz=float(p["control_hz"]), gui=False,
                                        camera=PinholeCamera() if p["camera"] else None, seed=int(p["seed"]))
         self.sim = sim
+        self.rangers = None
+        self.range_pubs: list = []
+        if bool(p["rangers"]):
+            self._start_rangers(node)
         start = np.asarray(self.world.start, dtype=np.float64)
         start[2] = max(start[2], self.world.bounds.min[2] + self.robot.body_height_m / 2.0)
         # On the ground, motors off: the skill node spins them up when a subgoal arrives.
@@ -120,6 +130,40 @@ class SimNode:
         self._next_camera_s = 0.0
         self._next_diag_s = 0.0
         self.bad_commands = 0
+
+    def _start_rangers(self, node) -> None:
+        import os
+
+        from sim.pybullet.ranging import PyBulletRangers, build_enclosure
+
+        from robot_hrl.msgs import range_class_for_distro
+        from robot_hrl.sensing import robot_range_sensors
+
+        sensors = robot_range_sensors(self.robot)
+        if not sensors:
+            raise ConfigError(f"sim_node: rangers=true, but robot {self.robot.name!r} carries no range sensors "
+                              "(robot_hrl/robots/<robot>/rangers.py)")
+        build_enclosure(self.sim.bullet, self.world)
+        self.rangers = PyBulletRangers(self.sim.bullet, sensors, seed=int(self.p["seed"]))
+        range_class = range_class_for_distro(os.environ.get("ROS_DISTRO"))
+        self.range_pubs = [node.create_publisher(range_class, s.topic, SENSOR_QOS) for s in sensors]
+        self._next_range_s = [0.0] * len(sensors)
+
+    def publish_ranges(self, t: float) -> None:
+        """Every ranger whose period has come: a sensor_msgs/Range of the true pose's ray test (REP 117 limits)."""
+        due = [i for i, next_s in enumerate(self._next_range_s) if t + 1e-9 >= next_s]
+        if not due:
+            return
+        from robot_hrl.sensing import range_message
+
+        state = self.sim.state()
+        readings = self.rangers.readings(state.position_w, state.quat_wxyz)  # max_range_m where nothing is in range
+        no_target = readings >= self.rangers.max_range_m
+        for i in due:
+            spec = self.rangers.sensors[i]
+            self._next_range_s[i] = t + 1.0 / spec.update_rate_hz
+            r = float("inf") if no_target[i] else float(readings[i])
+            self.range_pubs[i].publish(range_message(spec, r, self.stamp(t)))
 
     # ---- inputs -------------------------------------------------------------------------------
     def _on_wrench(self, msg: WrenchStamped) -> None:
@@ -167,6 +211,8 @@ class SimNode:
             state = self.sim.state()
             state.stamp_s = self.stamp(t)
             self.odom_pub.publish(odometry_from_state(state, frame_id="odom", child_frame_id="base_link"))
+        if self.rangers is not None:
+            self.publish_ranges(t)
         if self.use_sim_time:
             self.clock_pub.publish(Clock(clock=time_from_seconds(t)))
         if self.image_pub is not None and t >= self._next_camera_s:

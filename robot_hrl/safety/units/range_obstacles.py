@@ -29,7 +29,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from robot_hrl.errors import ConfigError
+from robot_hrl.errors import ConfigError, ObservationError
 from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
 
 
@@ -108,13 +108,27 @@ class RangeObstacleUnit(ShieldUnit):
         self.stamp_s = [-math.inf] * len(self.specs)
 
     def update(self, sensor: str, range_m: float, stamp_s: float) -> bool:
-        """The latest reading of ``sensor`` (a sensor_msgs/Range). False (and ignored) for a sensor the unit does
-        not listen to or a non-finite stamp; a non-finite range counts as a reading with no hit (Range's +inf)."""
+        """The latest reading of ``sensor`` (a sensor_msgs/Range), REP 117's way: +inf (or anything at or beyond
+        ``max_range_m``) is no target; -inf (or anything below ``min_range_m``) a target too close to measure,
+        kept as one at ``min_range_m``. False (and ignored) for a sensor the unit does not listen to.
+        ObservationError (the reading is dropped: the sensor goes stale, and ``source_timeout`` acts) for a NaN or
+        negative range or a non-finite stamp."""
         i = self.index.get(sensor)
-        if i is None or not math.isfinite(stamp_s):
+        if i is None:
             return False
-        self.range_m[i] = float(range_m)
-        self.stamp_s[i] = float(stamp_s)
+        r, t = float(range_m), float(stamp_s)
+        if not math.isfinite(t):
+            raise ObservationError(f"range sensor {sensor!r}: stamp {stamp_s!r} is not finite; the reading is dropped")
+        if math.isnan(r) or (math.isfinite(r) and r < 0.0):
+            raise ObservationError(f"range sensor {sensor!r}: range {range_m!r} is not a distance (REP 117: +inf for no "
+                                   "target, -inf for one too close); the reading is dropped")
+        spec = self.specs[i]
+        if r < spec.min_range_m:
+            r = spec.min_range_m  # -inf or below the minimum: something is there, closer than the sensor measures
+        elif r >= spec.max_range_m:
+            r = math.inf
+        self.range_m[i] = r
+        self.stamp_s[i] = t
         return True
 
     def _points_w(self, tick: Tick):
