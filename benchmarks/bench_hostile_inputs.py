@@ -52,7 +52,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from robot_hrl.errors import PlanningError  # noqa: E402
 from robot_hrl.planning import LLMPlanner, PlannerConfig, PlanningDeadline, SymbolicPlanner  # noqa: E402
 from robot_hrl.planning.llm import MAX_ECHO_CHARS, MAX_REASON_CHARS  # noqa: E402
 from robot_hrl.robots import CRAZYFLIE_2X  # noqa: E402

@@ -32,7 +32,6 @@ if str(_HERE.parent) not in sys.path:
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 import random  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -102,31 +101,9 @@ class RogueFlight:
 
 def quiet_domain_id(rng: random.Random, tries: int = 30) -> int:
     """A DDS domain id on which nobody is heard (other runs on this machine use ids 1..232 too)."""
-    from robot_hrl.transport import create_node
-    from robot_hrl.transport.dds_config import loopback_env
+    from robot_hrl.transport.quiet_domain import first_quiet_domain
 
-    saved = {k: os.environ.get(k) for k in ("CYCLONEDDS_URI", "ROS_DOMAIN_ID")}
-    try:
-        for _ in range(tries):
-            domain = rng.randrange(1, 233)
-            os.environ.update(loopback_env(domain))
-            probe = create_node("probe", backend="cyclonedds", domain_id=domain)
-            try:
-                end = time.monotonic() + 0.6
-                while time.monotonic() < end:
-                    probe.spin_once(0.05)
-                busy = bool(probe.get_topic_names_and_types())
-            finally:
-                probe.shutdown()
-            if not busy:
-                return domain
-        return domain
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    return first_quiet_domain(rng.randrange(1, 233) for _ in range(tries))
 
 
 def fly(stamp: str, at_s: float, seed: int, out: Path, task: str = DEMO_TASK, timeout_s: float | None = None) -> RogueFlight:

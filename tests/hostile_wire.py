@@ -168,33 +168,12 @@ def quiet_domain_id(block: int, tries: int = 20) -> int:
     a participant is heard on it."""
     import random
 
-    from robot_hrl.transport import create_node
     from robot_hrl.transport.dds_config import unique_domain_id
+    from robot_hrl.transport.quiet_domain import first_quiet_domain
 
     for _ in range(random.randrange(8)):
         unique_domain_id(block=block)  # start somewhere else in the band than a parallel run would
-    saved = {k: os.environ.get(k) for k in ("CYCLONEDDS_URI", "ROS_DOMAIN_ID")}
-    try:
-        for _ in range(tries):
-            domain = unique_domain_id(block=block)
-            os.environ.update(loopback_env(domain))
-            probe = create_node("probe", backend="cyclonedds", domain_id=domain)
-            try:
-                end = time.monotonic() + 0.6
-                while time.monotonic() < end:
-                    probe.spin_once(0.05)
-                busy = bool(probe.get_topic_names_and_types())
-            finally:
-                probe.shutdown()
-            if not busy:
-                return domain
-        return domain
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    return first_quiet_domain(unique_domain_id(block=block) for _ in range(tries))
 @dataclass
 class Seen:
     planner: list[dict] = field(default_factory=list)

@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from robot_hrl.errors import PlanningError, RobotHrlError
-from robot_hrl.msgs import DiagnosticArray, Odometry, Path, String, seconds_from_time
+from robot_hrl.msgs import DiagnosticArray, Odometry, Path, String
 from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, json_string, pose_stamped, run_main
 from robot_hrl.planning.deadline import PlanningDeadline
 from robot_hrl.planning.task import MAX_TASK_CHARS

@@ -35,7 +35,6 @@ outside obstacles, is checked by the planner against the world.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
