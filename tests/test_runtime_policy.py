@@ -309,7 +309,9 @@ def test_single_and_batched_inference_agree_and_stay_in_range(tmp_path):
         assert np.all(np.abs(batched) <= 1.0)
         for row, expected in zip(obs, batched):
             np.testing.assert_allclose(policy.infer(row), expected, atol=1e-6)
-        np.testing.assert_allclose(batched, reference(weights, obs), atol=1e-5)
+        # float32 inference against a float64 reference: inputs up to 50 give pre-activations of a few hundred,
+        # whose float32 rounding (eps 1.2e-7 relative) reaches ~1e-5 after the layers (hypothesis found 1.05e-5)
+        np.testing.assert_allclose(batched, reference(weights, obs), atol=1e-4)
 
     check()
 
