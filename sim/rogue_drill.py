@@ -9,7 +9,8 @@ robot's full collective thrust on ``/cmd_wrench`` as fast as it can, until the f
 * ``zero``: stamped 0 (the writer of issue #16, which took the robot through the ceiling);
 * ``wall``: stamped with its wall clock, as ``ros2 topic pub`` stamps a header it fills with ``now``;
 * ``clock``: stamped with the latest ``/clock``, the current lockstep period: a writer that knows the
-  protocol, indistinguishable by its stamps from the skill node's commands.
+  protocol, indistinguishable by its stamps from the skill node's commands; the sim node refuses it by its
+  writer's identity (robot_hrl/nodes/command_writer.py).
 
 Violations are the launcher's own (robot_hrl.launch.monitor): judged from the simulator's ground truth on
 ``/diagnostics`` (collisions with any box or the floor too fast, the true position leaving the fence or
@@ -107,12 +108,11 @@ def quiet_domain_id(rng: random.Random, tries: int = 30) -> int:
 
 
 def fly(stamp: str, at_s: float, seed: int, out: Path, task: str = DEMO_TASK, timeout_s: float | None = None) -> RogueFlight:
-    """One flight; ``timeout_s`` of wall time (None: 240 s; 90 s for a ``clock`` writer, whose flights do not end
-    by themselves once it has the motors)."""
+    """One flight; ``timeout_s`` of wall time (None: 240 s)."""
     from robot_hrl.launch.launcher import Launcher, LaunchOptions
 
     if timeout_s is None:
-        timeout_s = 90.0 if stamp == "clock" else 240.0
+        timeout_s = 240.0
     domain = quiet_domain_id(random.Random(seed))
     flight = RogueFlight(stamp, round(at_s, 3), seed, domain)
     out.mkdir(parents=True, exist_ok=True)

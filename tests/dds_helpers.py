@@ -295,6 +295,29 @@ def _role_clock() -> None:
     node.spin()
 
 
+def _role_wrench_writer(node_name: str, thrust_n: str) -> None:
+    """A /cmd_wrench writer in a node named ``node_name``: each stdin line is a stamp (seconds); it publishes a
+    geometry_msgs/WrenchStamped of ``thrust_n`` collective thrust with that stamp, once a reader is matched."""
+    from robot_hrl.msgs import WrenchStamped
+    from robot_hrl.nodes.skill_codecs import wrench_msg
+    from robot_hrl.transport import COMMAND_QOS, create_node
+
+    node = create_node(node_name, backend="cyclonedds")
+    pub = node.create_publisher(WrenchStamped, "/cmd_wrench", COMMAND_QOS)
+
+    def command(line: str) -> None:
+        if line:
+            deadline = time.monotonic() + 10.0
+            while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            pub.publish(wrench_msg([float(thrust_n), 0.0, 0.0, 0.0], float(line)))
+            print("SENT", line, flush=True)
+
+    _stop_on_stdin_eof(node.shutdown, command)
+    print("READY", flush=True)
+    node.spin()
+
+
 def _role_stream(count: str) -> None:
     """Publish ``count`` Odometry, Image and DiagnosticArray messages (reliable, deep history) once
     each topic has a subscriber, then a latched Path."""
@@ -330,7 +353,7 @@ def _role_stream(count: str) -> None:
 
 
 ROLES = {"stream": _role_stream, "echo": _role_echo, "talk": _role_talk, "talk_domains": _role_talk_domains, "malformed": _role_malformed,
-         "latched": _role_latched, "clock": _role_clock}
+         "latched": _role_latched, "clock": _role_clock, "wrench_writer": _role_wrench_writer}
 
 if __name__ == "__main__":
     ROLES[sys.argv[1]](*sys.argv[2:])

@@ -1,7 +1,8 @@
-"""A rogue /cmd_wrench writer (a separate process at full thrust, stamped 0 or with its wall clock, from a seeded
-random moment of the demo mission) on the real node graph: not applied in lockstep, no violation judged from the
-simulator's ground truth, the mission completes (sim/rogue_drill.py). A writer stamped with the current /clock is
-not prevented (docs/safety.md, "Rogue writer drill"); benchmarks/README.md has its figures."""
+"""A rogue /cmd_wrench writer (a separate process at full thrust, stamped 0, with its wall clock, or with the current
+/clock like the skill node, from a seeded random moment of the demo mission) on the real node graph: not applied in
+lockstep (the stamp rule, and for ``clock`` the writer's identity: robot_hrl/nodes/command_writer.py), no violation
+judged from the simulator's ground truth, the mission completes (sim/rogue_drill.py; docs/safety.md, "Rogue writer
+drill"); benchmarks/README.md has its figures."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from sim.rogue_drill import NOMINAL_MISSION_S, fly  # noqa: E402
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rogue_drill")]
 
 
-@pytest.mark.parametrize("stamp", ["zero", "wall"])
+@pytest.mark.parametrize("stamp", ["zero", "wall", "clock"])
 def test_a_rogue_writer_at_full_thrust_is_not_applied_and_the_mission_completes(tmp_path, stamp):
     rng = random.Random(16 + len(stamp))
     at = rng.uniform(1.0, NOMINAL_MISSION_S - 6.0)  # while the robot flies the mission

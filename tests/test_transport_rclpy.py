@@ -108,6 +108,9 @@ def test_rclpy_default_settings_talk_to_a_cyclonedds_process(domain, monkeypatch
         assert topics["/odom_echo"] == ["nav_msgs/msg/Odometry"]
         assert [(i.qos.reliability, i.qos.durability) for i in node.get_publishers_info_by_topic("/odom_echo")] == \
             [(COMMAND_QOS.reliability, COMMAND_QOS.durability)]
+        # the writer's node and GID, as the sim node's writer identity reads them (robot_hrl/nodes/command_writer.py)
+        assert [(i.node_name, i.node_namespace, len(i.endpoint_gid)) for i in
+                node.get_publishers_info_by_topic("/odom_echo")] == [("echo", "/", 16)]
         msg = Odometry()
         msg.header.frame_id = "odom"
         msg.child_frame_id = "base_link"

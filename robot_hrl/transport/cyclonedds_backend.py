@@ -134,6 +134,10 @@ class CycloneSubscription(Subscription):
         """Samples delivered to the callback."""
         self.dropped = 0
         """Samples that could not be decoded, dropped."""
+        self.last_writer_gid: bytes | None = None
+        """During a callback: the DDS GUID (16 bytes) of the sample's writer (None if it could not be resolved)."""
+        self._writer_gids: dict[int, bytes | None] = {}
+        """Publication instance handle -> writer GUID, resolved through the reader's matched publication data."""
         self._node = node
         self._reader = DataReader(node._participant.dp, node._participant.topic(dds_topic_name(topic), msg_type),
                                   qos=dds_qos(qos))
@@ -153,6 +157,7 @@ class CycloneSubscription(Subscription):
             for data, info in batch:
                 if not info.valid_data:
                     continue  # instance state change (writer gone), no data
+                self.last_writer_gid = self._writer_gid(info.publication_handle)
                 if self.raw:
                     self.received += 1
                     self.callback(data)
@@ -171,6 +176,22 @@ class CycloneSubscription(Subscription):
                     return
             if len(batch) < _TAKE_BATCH:
                 return
+
+    def _writer_gid(self, handle: int) -> bytes | None:
+        """The GUID of the writer with this publication handle (cached per handle; a handle is never reused
+        for another writer within a participant's life)."""
+        if handle in self._writer_gids:
+            return self._writer_gids[handle]
+        gid = None
+        try:
+            data = self._reader.get_matched_publication_data(handle)
+            gid = data.key.bytes if data is not None else None
+        except Exception as exc:  # noqa: BLE001 - an unresolvable writer is reported as unknown (None)
+            _log.warning("%s: could not resolve the writer of a sample (handle %d): %s: %s", self.topic, handle,
+                         type(exc).__name__, exc)
+        if gid is not None:
+            self._writer_gids[handle] = gid
+        return gid
 
     def destroy(self) -> None:
         if self._reader is None:
@@ -308,14 +329,18 @@ class CycloneNode(Node):
     def get_publishers_info_by_topic(self, topic: str) -> list[EndpointInfo]:
         """The publishers of a (fully qualified) topic on the domain, with their QoS."""
         self._check_alive()
-        infos = [ros_endpoint(s) for s in self._participant.endpoints(True)]
+        return self._endpoints_info(topic, True)
+
+    def _endpoints_info(self, topic: str, publications: bool) -> list[EndpointInfo]:
+        samples = [s for s in self._participant.endpoints(publications) if s.topic_name == dds_topic_name(topic)]
+        nodes = self._participant.graph.endpoint_nodes() if samples else {}
+        infos = [ros_endpoint(s, nodes) for s in samples]
         return [i for i in infos if i is not None and i.topic_name == topic]
 
     def get_subscriptions_info_by_topic(self, topic: str) -> list[EndpointInfo]:
         """The subscriptions of a (fully qualified) topic on the domain, with their QoS."""
         self._check_alive()
-        infos = [ros_endpoint(s) for s in self._participant.endpoints(False)]
-        return [i for i in infos if i is not None and i.topic_name == topic]
+        return self._endpoints_info(topic, False)
 
     # ---- executor -----------------------------------------------------------------------------
     def _stopped(self) -> bool:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.pub import DataWriter
 from cyclonedds.qos import Policy, Qos
+from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 from cyclonedds.util import duration
 
@@ -25,6 +26,9 @@ from robot_hrl.msgs.rmw_dds_common import NAME_BOUND, entities_info_classes, gid
 
 ROS_DISCOVERY_TOPIC = "ros_discovery_info"
 """The DDS topic of the ROS 2 graph (no ``rt/`` prefix: rmw creates it outside the ROS names)."""
+GRAPH_READ_DEPTH = 256
+"""Samples of ros_discovery_info the graph reader keeps between reads (the topic is keyless: one history for all
+participants; each read folds them into :attr:`RosGraph.peers`)."""
 ENCLAVE = "/"
 """The security enclave rcl gives a context by default; rmw puts it in the participant's USER_DATA."""
 
@@ -76,6 +80,9 @@ class RosGraph:
         self._nodes: dict[int, GraphNode] = {}  # id(node) -> node, in creation order
         self._lock = threading.Lock()
         self._writer: DataWriter | None = None
+        self._reader: DataReader | None = None
+        self.peers: dict[bytes, Any] = {}
+        """The latest ParticipantEntitiesInfo of each participant heard (ours included), by participant GID."""
         self._classes = None
         self._gid = None
         try:
@@ -86,6 +93,9 @@ class RosGraph:
             self._gid = gid_from_guid(guid, gid_size)
             topic = Topic(dp, ROS_DISCOVERY_TOPIC, self._classes.participant)
             self._writer = DataWriter(dp, topic, qos=ros_discovery_qos())
+            self._reader = DataReader(dp, topic, qos=Qos(
+                Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100)),
+                Policy.Durability.TransientLocal, Policy.History.KeepLast(GRAPH_READ_DEPTH)))
         except Exception as exc:  # noqa: BLE001
             _log.warning("cannot publish the ROS 2 graph on %s (%s: %s); `ros2 node list` will not show this "
                          "process's nodes, their topics work", ROS_DISCOVERY_TOPIC, type(exc).__name__, exc)
@@ -139,10 +149,32 @@ class RosGraph:
             _log.warning("could not publish the ROS 2 graph on %s (%s: %s); the nodes keep running",
                          ROS_DISCOVERY_TOPIC, type(exc).__name__, exc)
 
+    def endpoint_nodes(self) -> dict[bytes, tuple[str, str]]:
+        """Every endpoint GUID (16 bytes) the participants on the domain have announced, to its node's
+        (namespace, name): what rmw's graph cache knows (``ros2 topic info -v`` shows it). Empty when the graph
+        cannot be read; logged, never raised."""
+        with self._lock:
+            if self._reader is not None:
+                try:
+                    for sample in self._reader.take(N=GRAPH_READ_DEPTH * 4):
+                        self.peers[bytes(sample.gid.data)] = sample
+                except Exception as exc:  # noqa: BLE001
+                    _log.warning("could not read %s (%s: %s); endpoints show no node names",
+                                 ROS_DISCOVERY_TOPIC, type(exc).__name__, exc)
+            peers = list(self.peers.values())
+        found: dict[bytes, tuple[str, str]] = {}
+        for participant in peers:
+            for node in participant.node_entities_info_seq:
+                for gid in list(node.reader_gid_seq) + list(node.writer_gid_seq):
+                    found[bytes(gid.data[:16])] = (node.node_namespace, node.node_name)
+        return found
+
     def close(self) -> None:
         with self._lock:
             self._nodes.clear()
             self._writer = None
+            self._reader = None
+            self.peers.clear()
 
 
 _log.addHandler(logging.NullHandler())

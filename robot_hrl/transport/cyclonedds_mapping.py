@@ -61,8 +61,9 @@ def qos_from_dds(dds: Qos) -> QoS:
     )
 
 
-def ros_endpoint(sample) -> EndpointInfo | None:
-    """The ROS endpoint of a DCPSPublication/DCPSSubscription sample; None for a non-ROS one."""
+def ros_endpoint(sample, nodes: dict[bytes, tuple[str, str]] | None = None) -> EndpointInfo | None:
+    """The ROS endpoint of a DCPSPublication/DCPSSubscription sample; None for a non-ROS one. ``nodes`` maps an
+    endpoint's GUID (16 bytes) to its node's (namespace, name), from ``ros_discovery_info``."""
     name, typename = sample.topic_name, sample.type_name
     if not name.startswith(ROS_TOPIC_PREFIX + "/"):
         return None
@@ -70,4 +71,7 @@ def ros_endpoint(sample) -> EndpointInfo | None:
         ros_type = ros_type_from_dds(typename)
     except MessageTypeError:
         return None
-    return EndpointInfo(name[len(ROS_TOPIC_PREFIX):], ros_type, qos_from_dds(sample.qos))
+    gid = sample.key.bytes
+    namespace, node = (nodes or {}).get(gid, ("", ""))
+    return EndpointInfo(name[len(ROS_TOPIC_PREFIX):], ros_type, qos_from_dds(sample.qos), node_name=node,
+                        node_namespace=namespace, endpoint_gid=gid)

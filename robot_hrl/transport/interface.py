@@ -60,6 +60,12 @@ class EndpointInfo:
     topic_name: str
     topic_type: str
     qos: QoS
+    node_name: str = ""
+    """The node that owns the endpoint, from the graph's discovery data (``ros_discovery_info``); empty while its
+    participant's graph sample has not arrived (or it publishes none: a bare DDS application)."""
+    node_namespace: str = ""
+    endpoint_gid: bytes = b""
+    """The endpoint's DDS GUID (16 bytes; the first 16 bytes of its ROS 2 GID), empty where the backend cannot say."""
 
 
 GLOBAL_TOPICS = frozenset({"/clock"})
@@ -82,6 +88,10 @@ class Publisher(abc.ABC):
 
 
 class Subscription(abc.ABC):
+    last_writer_gid: bytes | None = None
+    """During a callback: the DDS GUID (16 bytes) of the writer of the sample being delivered; None where the
+    backend cannot say (it is set before each callback; compare with :attr:`EndpointInfo.endpoint_gid`)."""
+
     @abc.abstractmethod
     def destroy(self) -> None: ...
 

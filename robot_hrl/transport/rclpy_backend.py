@@ -147,6 +147,15 @@ class RclpyPublisher(Publisher):
             self._node._node.destroy_publisher(pub)
 
 
+def _endpoint_info(topic: str, info) -> EndpointInfo:
+    """Our EndpointInfo of rclpy's TopicEndpointInfo: node name and namespace, and the first 16 bytes of the
+    endpoint's GID (the DDS GUID under rmw_cyclonedds). Writer identity per sample is not available on this
+    backend: Jazzy's rclpy MessageInfo carries only timestamps and sequence numbers, no publisher GID, so
+    :attr:`Subscription.last_writer_gid` stays None (the sim node keeps the stamp rule here)."""
+    return EndpointInfo(topic, info.topic_type, our_qos(info.qos_profile), node_name=info.node_name,
+                        node_namespace=info.node_namespace, endpoint_gid=bytes(list(info.endpoint_gid)[:16]))
+
+
 class RclpySubscription(Subscription):
     def __init__(self, node: "RclpyNode", msg_type: type, topic: str, callback: Callable[[Any], None], qos: QoS,
                  raw: bool):
@@ -292,12 +301,10 @@ class RclpyNode(Node):
         return sorted((name, sorted(types)) for name, types in self._node.get_topic_names_and_types())
 
     def get_publishers_info_by_topic(self, topic: str):
-        return [EndpointInfo(topic, info.topic_type, our_qos(info.qos_profile))
-                for info in self._node.get_publishers_info_by_topic(topic)]
+        return [_endpoint_info(topic, info) for info in self._node.get_publishers_info_by_topic(topic)]
 
     def get_subscriptions_info_by_topic(self, topic: str):
-        return [EndpointInfo(topic, info.topic_type, our_qos(info.qos_profile))
-                for info in self._node.get_subscriptions_info_by_topic(topic)]
+        return [_endpoint_info(topic, info) for info in self._node.get_subscriptions_info_by_topic(topic)]
 
     def get_node_names_and_namespaces(self) -> list[tuple[str, str]]:
         return self._node.get_node_names_and_namespaces()

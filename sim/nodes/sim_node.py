@@ -4,8 +4,9 @@ Topics (relative to the node's namespace):
 
 - in  ``/cmd_wrench`` geometry_msgs/WrenchStamped, frame ``base_link``: ``force.z`` collective
   thrust (N), ``torque`` body torques (N m). Applied through the firmware mixer and motor lag. In
-  lockstep only a command stamped with the current period's time is applied (and steps the physics);
-  others are counted (``foreign_commands``). A second publisher on it, or a second ``/odom`` source,
+  lockstep only a command of the skill node's writer (``command_writer_node``, identified by its DDS GUID from
+  the graph's discovery data, robot_hrl.nodes.command_writer) stamped with the current period's time is applied
+  (and steps the physics); others are counted (``foreign_commands``), never applied. A second publisher on it, or a second ``/odom`` source,
   is reported on ``/diagnostics`` (robot_hrl.nodes.graph_watch).
 - out ``/odom`` nav_msgs/Odometry (best effort; pose in ``odom``, twist in ``base_link``).
 - out ``/clock`` rosgraph_msgs/Clock: the simulation time, when ``use_sim_time`` is set.
@@ -58,7 +59,7 @@ class SimNode:
             ("control_hz", 100.0), ("real_time_factor", 1.0), ("lockstep", True), ("lockstep_timeout_s", 0.5),
             ("wait_for_command", True), ("camera", False), ("camera_rate_hz", 2.0), ("seed", 0),
             ("odom_dropout_at_s", -1.0), ("use_sim_time", False), ("diagnostics_rate_hz", 2.0),
-            ("max_sim_time_s", 0.0), ("rangers", False),
+            ("max_sim_time_s", 0.0), ("rangers", False), ("command_writer_node", "skill_node"),
         )}
         self.p = p
         for key in ("physics_hz", "control_hz", "camera_rate_hz", "diagnostics_rate_hz"):
@@ -105,6 +106,10 @@ class SimNode:
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.image_pub = node.create_publisher(Image, "/camera/image_raw", SENSOR_QOS) if p["camera"] else None
         cmd_sub = self.node.create_subscription(WrenchStamped, "/cmd_wrench", self._on_wrench, COMMAND_QOS)
+        from robot_hrl.nodes.command_writer import CommandWriter
+
+        self.writer = CommandWriter(node, cmd_sub, "/cmd_wrench", str(p["command_writer_node"]))
+        """Which /cmd_wrench writer is the skill node's (lockstep applies only its commands)."""
         from robot_hrl.nodes.graph_watch import GraphWatch
 
         self.graph = GraphWatch(node)
@@ -122,7 +127,8 @@ class SimNode:
         self._truth_outside = False
         self._truth_box = None
         self.foreign_commands = 0
-        """Commands not stamped for the current period in lockstep: not applied (a second writer, or a late one)."""
+        """Commands in lockstep not applied: another writer's (robot_hrl.nodes.command_writer), or not stamped for the
+        current period (a late one)."""
         from robot_hrl.msgs import String
 
         self.node.create_subscription(String, "/sim/inject_fault", self._on_fault, COMMAND_QOS)
@@ -172,9 +178,11 @@ class SimNode:
         with self._lock:
             if not finite:
                 self.bad_commands += 1  # a non-finite command is dropped: the last good one stays
-            if self._lockstep and abs(seconds_from_time(msg.header.stamp) - self._period_t) > 1e-6:
+            if self._lockstep and (abs(seconds_from_time(msg.header.stamp) - self._period_t) > 1e-6
+                                   or not self.writer.accepts()):
                 # in lockstep the skill node stamps its command with the period's /clock time: anything else is not
-                # the command of this period (another writer, or a late one); it neither steps nor drives the robot
+                # the command of this period (a late one); and only the skill node's writer drives the robot: a
+                # second writer's command, however stamped, neither steps nor drives it
                 self.foreign_commands += 1
                 return
             if finite:
@@ -244,6 +252,7 @@ class SimNode:
             values["last_collision_with"] = self.collisions[-1]["with"]
             values["last_collision_position"] = self.collisions[-1]["position"]
         values["foreign_commands"] = self.foreign_commands
+        values.update(self.writer.diagnostic_values())
         values["truth_fence_exits"] = self.fence_exits
         values["truth_box_entries"] = self.box_entries
         if self.last_box_entry:
