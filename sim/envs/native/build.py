@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from robot_hrl.contract.error_integral import MIN_HEADING_NORM
 from robot_hrl.errors import ConfigError
 from sim.envs.native.codegen import c_double, c_float, step_tables_header
 from sim.envs.step_constants import FusedConstants
@@ -80,6 +81,7 @@ def config_header(f: FusedConstants) -> str:
         "MIN_GOAL_HEIGHT_M": r.min_goal_height_m,
         # the position error's integral (robot_hrl.contract.error_integral)
         "INTEGRAL_DECAY": c.integral_decay, "INTEGRAL_DT_S": c.integral_dt_s, "INTEGRAL_LIMIT_M_S": c.integral_limit_m_s,
+        "MIN_HEADING_NORM": MIN_HEADING_NORM,
     }
     ints = {
         "DECIMATION": c.decimation, "INTEGRAL_YAW_FRAME": bool(c.integral_yaw_frame), "TERMINATE_ON_GROUND_CONTACT": bool(c.terminate_on_ground_contact),

@@ -143,7 +143,7 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
 #if INTEGRAL_YAW_FRAME
             float r00 = 1.0f - 2.0f * (qy * qy + qz * qz), r10 = 2.0f * (qx * qy + qw * qz);
             float h = sqrtf(r00 * r00 + r10 * r10);
-            h = h < 1e-6f ? 1e-6f : h;
+            h = h < MIN_HEADING_NORM ? MIN_HEADING_NORM : h; /* robot_hrl.contract.error_integral */
             float c = r00 / h, sn = r10 / h;
             float err[3] = {c * iex + sn * iey, -sn * iex + c * iey, iez};
 #else
