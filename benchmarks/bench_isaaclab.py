@@ -46,6 +46,20 @@ def load1() -> float:
     return os.getloadavg()[0]
 
 
+def _time_steps(env, actions: list, seconds: float, sync=lambda: None) -> tuple[int, int, float, float]:
+    """Step ``env`` through ``actions`` in turn for ``seconds`` (at least 20 steps): (steps, episodes ended, wall s,
+    1-min load average before); ``sync`` waits for the device before the clock is read."""
+    steps = resets = 0
+    load_before = load1()
+    t0 = time.perf_counter()
+    while steps < 20 or time.perf_counter() - t0 < seconds:
+        _, _, dones, _ = env.step(actions[steps % len(actions)])
+        resets += int(dones.sum())
+        steps += 1
+    sync()
+    return steps, resets, time.perf_counter() - t0, load_before
+
+
 def measure(task: str, num_envs: int, device: str, seconds: float, seed: int = 0) -> dict:
     """Env steps per second of ``task`` at ``num_envs`` (in this process: call it once per process)."""
     import torch
@@ -65,15 +79,7 @@ def measure(task: str, num_envs: int, device: str, seconds: float, seed: int = 0
         env.step(actions[i % 8])
     sync = torch.cuda.synchronize if str(env.device).startswith("cuda") else (lambda: None)
     sync()
-    steps = resets = 0
-    load_before = load1()
-    t0 = time.perf_counter()
-    while steps < 20 or time.perf_counter() - t0 < seconds:
-        _, _, dones, _ = env.step(actions[steps % 8])
-        resets += int(dones.sum())
-        steps += 1
-    sync()
-    dt = time.perf_counter() - t0
+    steps, resets, dt, load_before = _time_steps(env, actions, seconds, sync)
     env.close()
     return {"task": task, "num_envs": num_envs, "device": str(device), "steps": steps, "episodes_ended": resets,
             "env_steps_per_s": num_envs * steps / dt, "ms_per_step": 1e3 * dt / steps, "build_s": build_s,
@@ -101,14 +107,7 @@ def measure_project(num_envs: int, seconds: float, backend: str, seed: int = 0) 
     actions = [torch.rand((num_envs, env.num_actions), generator=gen) * 2 - 1 for _ in range(8)]
     for i in range(10):
         env.step(actions[i % 8])
-    steps = resets = 0
-    load_before = load1()
-    t0 = time.perf_counter()
-    while steps < 20 or time.perf_counter() - t0 < seconds:
-        _, _, dones, _ = env.step(actions[steps % 8])
-        resets += int(dones.sum())
-        steps += 1
-    dt = time.perf_counter() - t0
+    steps, resets, dt, load_before = _time_steps(env, actions, seconds)
     return {"task": f"crazyflie-goto ({backend})", "num_envs": num_envs, "device": "cpu", "steps": steps, "episodes_ended": resets,
             "env_steps_per_s": num_envs * steps / dt, "ms_per_step": 1e3 * dt / steps, "build_s": build_s,
             "load1_before": load_before, "load1_after": load1()}

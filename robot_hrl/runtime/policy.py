@@ -314,14 +314,7 @@ class OnnxPolicy:
     def act_terms(self, values: Mapping[str, Any]) -> np.ndarray:
         """One control tick from raw term values (:meth:`observe_terms`): the normalized action (n_actions,);
         map it with :meth:`to_command`."""
-        obs = self.observe_terms(values)
-        self.last_observation = obs
-        self._obs1[0] = obs
-        self._session.run_with_iobinding(self._binding)
-        action = self._act1[0].copy()
-        if math.isfinite(action.sum(dtype=np.float64)):
-            self._last_action[:] = action
-        return action
+        return self._act_on(self.observe_terms(values))
 
     def observe(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
         """The contract's observation for ``state`` and ``subgoal_w`` (world ENU, m) and the stored last action.
@@ -366,14 +359,17 @@ class OnnxPolicy:
         Returns the normalized action (n_actions,) in [-1, 1]; map it with :meth:`to_command`.
         Raises :class:`ObservationError` for a non-finite or malformed state or subgoal.
         """
-        obs = self.observe(state, subgoal_w)
+        return self._act_on(self.observe(state, subgoal_w))
+
+    def _act_on(self, obs: np.ndarray) -> np.ndarray:
+        """Inference on one tick's observation through the bound buffers; a finite action is remembered for the
+        next observation. A non-finite output is returned as is (the watchdog shield withholds it) but is not fed back."""
         self.last_observation = obs
         self._obs1[0] = obs
         self._session.run_with_iobinding(self._binding)
         action = self._act1[0].copy()
         if math.isfinite(action.sum(dtype=np.float64)):
             self._last_action[:] = action
-        # A non-finite output is returned as is (the watchdog shield withholds it) but is not fed back.
         return action
 
     def to_command(self, actions: np.ndarray) -> np.ndarray:
