@@ -22,6 +22,8 @@ from sim.rogue_drill import main as drill_main  # noqa: E402
 
 
 def main(argv=None) -> int:
+    if {"-h", "--help"} & set(sys.argv[1:] if argv is None else argv):
+        return drill_main(argv)
     print(f"load1 before: {os.getloadavg()[0]:.2f}", flush=True)
     rc = drill_main(argv)
     print(f"load1 after: {os.getloadavg()[0]:.2f}", flush=True)
