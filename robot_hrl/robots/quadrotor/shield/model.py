@@ -39,14 +39,63 @@ def worst_case_max_total_thrust_n(robot: QuadrotorParams) -> float:
     """The total thrust the robot is sure to reach: the actuator chain's worst case where the chain declares one
     (``worst_case_max_total_thrust_n`` of ``robot_hrl.robots.<robot>.actuators``), capped at the robot model's
     maximum (the contract's thrust range)."""
+    chain = _chain(robot)
+    worst = getattr(chain, "worst_case_max_total_thrust_n", None)
+    return robot.max_total_thrust_n if worst is None else min(robot.max_total_thrust_n, float(worst(robot)))
+
+
+def _chain(robot: QuadrotorParams):
+    """The robot's actuator chain module, or None for a robot without one."""
     from robot_hrl.robots.actuator_chain import chain_of
 
     try:
-        chain = chain_of(robot.name)
+        return chain_of(robot.name)
     except ValueError:
-        return robot.max_total_thrust_n
-    worst = getattr(chain, "worst_case_max_total_thrust_n", None)
-    return robot.max_total_thrust_n if worst is None else min(robot.max_total_thrust_n, float(worst(robot)))
+        return None
+
+
+class BatteryThrust:
+    """The total thrust the rotors are sure to reach on the battery the robot measures, from its actuator chain
+    (``max_total_thrust_at_battery_n`` and ``MEASURED_VOLTAGE_RANGE_V`` of ``robot_hrl.robots.<robot>.actuators``),
+    capped at the robot model's maximum; the chain's worst case (``worst_case_max_total_thrust_n``) while no
+    plausible reading is at hand (None, NaN, outside the range). A chain without them: always the worst case.
+
+    A reading is rounded down to a millivolt and the thrust recomputed only when that changes (a few microseconds)."""
+
+    QUANTUM_V = 1e-3
+
+    def __init__(self, robot: QuadrotorParams):
+        chain = _chain(robot)
+        self._robot = robot
+        self._cap = robot.max_total_thrust_n
+        self.worst_n = worst_case_max_total_thrust_n(robot)
+        """The thrust without a measurement (the chain's worst case), N."""
+        self._at = getattr(chain, "max_total_thrust_at_battery_n", None)
+        lo, hi = getattr(chain, "MEASURED_VOLTAGE_RANGE_V", (math.inf, -math.inf))
+        self.range_v = (float(lo), float(hi))
+        """A reading outside it is not believed (the worst case stays)."""
+        self._key: float | None = None
+        self._value = self.worst_n
+
+    def plausible(self, battery_v) -> bool:
+        """A finite reading inside the chain's range (None, NaN, inf, negative, 1e308: not)."""
+        if self._at is None or battery_v is None:
+            return False
+        try:
+            v = float(battery_v)
+        except (TypeError, ValueError):
+            return False
+        return self.range_v[0] <= v <= self.range_v[1]  # False for NaN
+
+    def __call__(self, battery_v) -> float:
+        """The thrust (N) the stopping model and the backup count on with this reading."""
+        if not self.plausible(battery_v):
+            return self.worst_n
+        key = math.floor(float(battery_v) / self.QUANTUM_V) * self.QUANTUM_V
+        if key != self._key:
+            self._key = key
+            self._value = min(self._cap, float(self._at(self._robot, key)))
+        return self._value
 
 
 def check_config_fits(cfg, robot: QuadrotorParams) -> None:
@@ -92,10 +141,17 @@ class DynamicsModel:
         self.low = action.low
         self.high = action.high
         self.half_span = action.half_span
-        self.max_total_thrust = worst_case_max_total_thrust_n(robot)
-        """The least total thrust every airframe of the robot can reach (its actuator chain's worst case: for the
-        Crazyflie the firmware's PWM cap at the emptiest, most resistive battery under full load), within the
-        contract's thrust range: what the backup commands at most and the stopping model brakes a descent with."""
+        self.battery_thrust = BatteryThrust(robot)
+        """The total thrust the chain reaches on the measured battery (its worst case without a reading)."""
+        self.max_total_thrust = self.battery_thrust.worst_n
+        """The least total thrust the robot is sure to reach now, within the contract's thrust range: what the backup
+        commands at most and the stopping model brakes a descent with. On the measured battery voltage
+        (:meth:`set_battery_voltage`, every tick); without a plausible reading the actuator chain's worst case (for
+        the Crazyflie the firmware's PWM cap at the emptiest, most resistive battery under full load)."""
+        self.worst_max_total_thrust = self.max_total_thrust
+        """The actuator chain's worst case (no battery reading), N."""
+        self.battery_v: float | None = None
+        """The battery reading the thrust is computed from (None: none plausible, the worst case)."""
         self.max_acceleration_mps2 = robot.max_total_thrust_n / self.mass + self.g
         """The largest acceleration the robot can reach: the contract's full thrust pointing down, with gravity (odometry jumps)."""
         self.collision_radius_m = robot.collision_radius_m
@@ -112,23 +168,43 @@ class DynamicsModel:
         """Angular deceleration (roll/pitch) with half the torque range, rad/s^2."""
         frac = cfg.stopping.brake_decel_fraction
         tilt = math.radians(cfg.backup.max_tilt_deg)
-        backup_max_thrust = cfg.backup.max_thrust_fraction_of_max * self.max_total_thrust
+        self.backup_max_thrust_fraction = cfg.backup.max_thrust_fraction_of_max
         backup_min_thrust = cfg.backup.min_thrust_fraction_of_weight * self.weight
+        self.brake_mass = cfg.stopping.airframe_mass_kg or self.mass
+        """The mass the vertical brakes divide by: the airframe's measured mass where the config declares it
+        (``stopping.airframe_mass_kg``), else the robot model's (then ``thrust_fraction`` covers the heaviest)."""
         # horizontal: thrust tilted by the backup's tilt limit while holding altitude
         self.brake_horizontal = frac * self.g * math.tan(tilt)
         # stopping a descent: the most upward acceleration the backup commands, with the weakest
-        # robot designed for (thrust_fraction: heavier and weaker motors than the model)
-        weak = cfg.stopping.thrust_fraction
-        self.brake_up = frac * (weak * backup_max_thrust * math.cos(tilt) / self.mass - self.g)
+        # robot designed for (thrust_fraction: heavier and weaker motors than the model); per thrust, N
+        self._brake_up_per_n = frac * cfg.stopping.thrust_fraction * self.backup_max_thrust_fraction * math.cos(tilt) / self.brake_mass
+        self._brake_up_g = frac * self.g
+        self.brake_up = self._brake_up_per_n * self.max_total_thrust - self._brake_up_g
         # stopping a climb: thrust down to the backup's minimum
-        self.brake_down = frac * (self.g - backup_min_thrust / self.mass)
+        self.brake_down = frac * (self.g - backup_min_thrust / self.brake_mass)
         self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake_horizontal
         """How long the backup takes to stop the fastest motion the limits allow (the stale-state hold)."""
         if self.brake_up <= 0.0:
+            backup_max_thrust = self.backup_max_thrust_fraction * self.max_total_thrust
             raise ConfigError(
-                f"the backup cannot stop a descent: max thrust {backup_max_thrust:.3f} N at {cfg.backup.max_tilt_deg} deg "
-                f"does not lift {self.weight:.3f} N; raise backup.max_thrust_fraction_of_max or lower backup.max_tilt_deg"
+                f"the backup cannot stop a descent: max thrust {backup_max_thrust:.3f} N (x stopping.thrust_fraction "
+                f"{cfg.stopping.thrust_fraction}) at {cfg.backup.max_tilt_deg} deg does not lift {self.brake_mass * self.g:.3f} N; "
+                "raise backup.max_thrust_fraction_of_max or lower backup.max_tilt_deg"
             )
+
+    MIN_BRAKE_UP_MPS2 = 1e-3
+    """The descent brake never counts on less (a battery too weak to lift the robot: the stopping box reaches the
+    floor from any descent, and the battery unit lands it)."""
+
+    def set_battery_voltage(self, battery_v) -> None:
+        """The battery voltage the robot measures now (V; None, NaN or implausible: unknown): the thrust the backup
+        commands at most and the descent brake follow it (:class:`BatteryThrust`). Called every tick by the shield."""
+        thrust = self.battery_thrust(battery_v)
+        self.battery_v = float(battery_v) if self.battery_thrust.plausible(battery_v) else None
+        if thrust != self.max_total_thrust:
+            self.max_total_thrust = thrust
+            brake = self._brake_up_per_n * thrust - self._brake_up_g
+            self.brake_up = brake if brake > self.MIN_BRAKE_UP_MPS2 else self.MIN_BRAKE_UP_MPS2
 
     # ---- commands ---------------------------------------------------------------------------
     def wrench_to_action(self, i: int, w: float) -> float:
