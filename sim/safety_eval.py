@@ -271,8 +271,8 @@ def run(
     ``battery``: each shield gets its env's measured battery voltage every tick (the actuator chain's
     ``battery_voltage_v`` row: the filtered voltage under load, as the firmware measures it); False: none (the
     stopping model's worst case). ``declare_mass``: each shield's config declares its airframe's mass
-    (``stopping.airframe_mass_kg``, the env's true mass, as weighed) and ``stopping.thrust_fraction`` covers the
-    rotors' spread only (the randomization's lowest ``thrust_coefficient_scale``)."""
+    (``stopping.airframe_mass_kg``, the env's true mass, as weighed) and ``stopping.thrust_fraction`` and
+    ``thrust_fraction_max`` cover the rotors' spread only (the randomization's ``thrust_coefficient_scale_range``)."""
     torch.set_num_threads(1)  # the shield loop is single-threaded; idle torch workers would only spin
     world = load_world(world_path)
     rng = np.random.default_rng(seed)
@@ -282,7 +282,7 @@ def run(
     config = load_shield_config(shield_config) if shield_config is not None else load_shield_config()
     if shielded and declare_mass:
         masses = (robot.mass_kg * env.params["mass_scale"][:, 0]).double().numpy()
-        spread = float(env.cfg.randomization.thrust_coefficient_scale_range[0])  # the shield cannot weigh its rotors
+        spread = tuple(float(x) for x in env.cfg.randomization.thrust_coefficient_scale_range)  # rotors are not weighed
         shields = [Shield(declared_mass_config(config, float(m), spread), robot, world, subgoal_radius_m) for m in masses]
     else:
         shields = [Shield(config, robot, world, subgoal_radius_m) for _ in range(episodes)] if shielded else None
@@ -390,11 +390,12 @@ def measured_battery_v(env, rows) -> list[float] | None:
     return env._state[rows][0].double().tolist()
 
 
-def declared_mass_config(config, mass_kg: float, thrust_spread: float):
+def declared_mass_config(config, mass_kg: float, thrust_spread: tuple[float, float]):
     """``config`` with the airframe's measured mass declared (``stopping.airframe_mass_kg``) and
-    ``stopping.thrust_fraction`` left to cover the rotors' spread only (``thrust_spread``: the weakest rotors' force
-    over the fit's)."""
-    stopping = config.stopping.model_copy(update={"airframe_mass_kg": mass_kg, "thrust_fraction": thrust_spread})
+    ``stopping.thrust_fraction`` / ``thrust_fraction_max`` left to cover the rotors' spread only (``thrust_spread``: the
+    weakest and strongest rotors' force over the fit's)."""
+    stopping = config.stopping.model_copy(update={"airframe_mass_kg": mass_kg, "thrust_fraction": thrust_spread[0],
+                                                  "thrust_fraction_max": thrust_spread[1]})
     return config.model_copy(update={"stopping": stopping})
 
 

@@ -170,6 +170,10 @@ class Shield:
         self.subgoal = self._by_name["subgoal"]
         self.backup = family.build_backup(self.model, config)
         self._set_battery = getattr(self.model, "set_battery_voltage", None)
+        self._handback_ticks = int(getattr(self.model, "handback_ticks", 0))
+        """Ticks after the backup gives control back during which the hand-back is still judged (the family's model)."""
+        self._policy_ticks = 1 << 30
+        """Ticks in policy mode since the last takeover (large: none yet)."""
         """The family model's hook for the measured battery voltage (the quadrotor: the thrust it brakes with)."""
         self.predictor = family.build_predictor(self.model)
         if hasattr(self.predictor, "floor_z"):
@@ -284,6 +288,7 @@ class Shield:
             check(t)
         t.prev = self._prev
         t.est = self._est
+        t.handback = self.mode == "backup_hold" or self._policy_ticks < self._handback_ticks
         if t.output_finite:  # the one mapping of the tick: normalized -> command (contract.action)
             t.cmd = self._to_command(self._actions)
             t.policy = tuple(t.cmd)
@@ -386,6 +391,7 @@ class Shield:
         """Bookkeeping: the actuator estimates, the dead reckoning's replay, the counters."""
         self._prev = out
         self._lag(self._est, out)
+        self._policy_ticks = self._policy_ticks + 1 if mode == "policy" else 0
         if t.predicted:
             self.predictor.step(out)
         self._outputs.append(out)

@@ -165,6 +165,9 @@ class DynamicsModel:
         self.tilt_lag = self.design_motor_tau + self.dt + self.latency
         """Time before a new torque command takes effect (design motor lag + one tick + latency), s."""
         self.tilt_alpha = 0.5 * self.high[1] / max(self.inertia[0], self.inertia[1])
+        self.handback_ticks = int(math.ceil(self.tilt_lag / self.dt))
+        """Ticks after the backup gives control back during which :meth:`committed_rates` still counts: a torque
+        commanded then reaches the body within the design motor lag, a tick and the latency."""
         """Angular deceleration (roll/pitch) with half the torque range, rad/s^2."""
         frac = cfg.stopping.brake_decel_fraction
         tilt = math.radians(cfg.backup.max_tilt_deg)
@@ -180,8 +183,13 @@ class DynamicsModel:
         self._brake_up_per_n = frac * cfg.stopping.thrust_fraction * self.backup_max_thrust_fraction * math.cos(tilt) / self.brake_mass
         self._brake_up_g = frac * self.g
         self.brake_up = self._brake_up_per_n * self.max_total_thrust - self._brake_up_g
-        # stopping a climb: thrust down to the backup's minimum
-        self.brake_down = frac * (self.g - backup_min_thrust / self.brake_mass)
+        # stopping a climb: thrust down to the backup's minimum, on the strongest robot designed for (thrust_fraction_max:
+        # lighter and stronger than the model)
+        self.weak_fraction = cfg.stopping.thrust_fraction
+        """The weakest airframe's thrust over the model's (mass and rotor spread; with ``brake_mass``)."""
+        self.strong_fraction = cfg.stopping.thrust_fraction_max
+        """The strongest airframe's thrust over the model's."""
+        self.brake_down = frac * (self.g - self.strong_fraction * backup_min_thrust / self.brake_mass)
         self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake_horizontal
         """How long the backup takes to stop the fastest motion the limits allow (the stale-state hold)."""
         if self.brake_up <= 0.0:
@@ -224,8 +232,25 @@ class DynamicsModel:
 
     # ---- the stopping-model protocol (robot_hrl.safety.stopping) ------------------------------
     def stopping_box(self, tick) -> tuple:
-        """:func:`stopping_box` between the commanded thrust and the motors' estimated thrust."""
-        return stopping_box(self, tick.p, tick.v, tick.r, tick.w, tick.cmd[0], tick.est[0])
+        """:func:`stopping_box` between the commanded thrust and the motors' estimated thrust. While the policy is
+        handed control back (``tick.handback``) the body rates are those this tick's roll and pitch torque commits
+        the slowest motor to (:meth:`committed_rates`)."""
+        w = self.committed_rates(tick) if tick.handback else tick.w
+        return stopping_box(self, tick.p, tick.v, tick.r, w, tick.cmd[0], tick.est[0])
+
+    def committed_rates(self, tick) -> list:
+        """The body rates plus what the change of roll and pitch torque from the motors' estimate to this tick's
+        command adds before the backup can take it out again: the torque reaches the body through the slowest
+        motor designed for and keeps acting about that long after it is withdrawn, ``T_m (tau_cmd - tau_est) / J``.
+
+        Counted only while control is handed back (the backup held, and the policy's first ticks after it): a
+        policy handed control beside a wall stepped to full roll and pitch torque for two ticks and swung the body
+        12-19 deg toward it before the measured rates showed it (the adversary under domain randomization,
+        benchmarks/README.md). Counted on every tick it doubled the demo mission (the trained policy's torques
+        change every tick near the landmarks)."""
+        w, cmd, est = tick.w, tick.cmd, tick.est
+        tm = self.design_motor_tau
+        return [w[0] + tm * (cmd[1] - est[1]) / self.inertia[0], w[1] + tm * (cmd[2] - est[2]) / self.inertia[1], w[2]]
 
     def predicted_speed(self, tick, horizon_s: float) -> float:
         return predicted_speed(tick, self, horizon_s)
@@ -271,8 +296,8 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     (:meth:`DynamicsModel.stopping_distance`).
     """
     strong, weak = (thrust_a, thrust_b) if thrust_a > thrust_b else (thrust_b, thrust_a)
-    strong /= m.mass
-    weak /= m.mass
+    strong /= m.brake_mass
+    weak /= m.brake_mass
     w0, w1 = w[0], w[1]
     tp = m.tilt_lag + math.sqrt(w0 * w0 + w1 * w1) / (2.0 * m.tilt_alpha)
     c = (r[2], r[5], r[8])
