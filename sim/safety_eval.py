@@ -263,16 +263,18 @@ def run(
     onnx_path: str | Path | None = None,
     randomization: dict | None = None,
     battery: bool = True,
-    declare_mass: bool = False,
+    declare_mass: str | bool = False,
     trace_ticks: int = 0,
 ) -> EvalResult:
     """Run ``episodes`` episodes at once (one batched env) and count violations.
     ``randomization``: overrides of the randomization ranges when ``randomize`` (see :func:`eval_env_cfg`).
     ``battery``: each shield gets its env's measured battery voltage every tick (the actuator chain's
     ``battery_voltage_v`` row: the filtered voltage under load, as the firmware measures it); False: none (the
-    stopping model's worst case). ``declare_mass``: each shield's config declares its airframe's mass
-    (``stopping.airframe_mass_kg``, the env's true mass, as weighed) and ``stopping.thrust_fraction`` and
-    ``thrust_fraction_max`` cover the rotors' spread only (the randomization's ``thrust_coefficient_scale_range``)."""
+    stopping model's worst case). ``declare_mass``: each shield's config declares its airframe
+    (``stopping.airframe_mass_kg``): ``"mass"`` (or True) its true mass, as weighed, with ``stopping.thrust_fraction``
+    and ``thrust_fraction_max`` covering the rotors' spread only (the randomization's
+    ``thrust_coefficient_scale_range``); ``"hover-thrust"`` the mass its rotors carry at a command, i.e. the collective
+    thrust it hovers at over g (true mass over its thrust scale, as a hover log gives it), with both fractions 1."""
     torch.set_num_threads(1)  # the shield loop is single-threaded; idle torch workers would only spin
     world = load_world(world_path)
     rng = np.random.default_rng(seed)
@@ -282,7 +284,11 @@ def run(
     config = load_shield_config(shield_config) if shield_config is not None else load_shield_config()
     if shielded and declare_mass:
         masses = (robot.mass_kg * env.params["mass_scale"][:, 0]).double().numpy()
-        spread = tuple(float(x) for x in env.cfg.randomization.thrust_coefficient_scale_range)  # rotors are not weighed
+        if declare_mass == "hover-thrust":  # the thrust it hovers at, over g: the mass its rotors really carry
+            masses = masses / env.params["thrust_coefficient_scale"][:, 0].double().numpy()
+            spread = (1.0, 1.0)
+        else:
+            spread = tuple(float(x) for x in env.cfg.randomization.thrust_coefficient_scale_range)  # rotors are not weighed
         shields = [Shield(declared_mass_config(config, float(m), spread), robot, world, subgoal_radius_m) for m in masses]
     else:
         shields = [Shield(config, robot, world, subgoal_radius_m) for _ in range(episodes)] if shielded else None
@@ -478,16 +484,17 @@ def main(argv=None) -> int:
     parser.add_argument("--no-battery", action="store_true",
                         help="feed the shield no battery voltage (it brakes with the actuator chain's worst case); by default "
                         "each shield gets its env's measured voltage every tick, as the skill node gets /battery")
-    parser.add_argument("--declare-mass", action="store_true",
-                        help="each shield's config declares its airframe's mass (stopping.airframe_mass_kg: the env's true "
-                        "mass, as weighed) and stopping.thrust_fraction covers the rotors' spread only")
+    parser.add_argument("--declare-mass", nargs="?", const="mass", default=None, choices=("mass", "hover-thrust"),
+                        help="each shield's config declares its airframe (stopping.airframe_mass_kg): 'mass' (the default) "
+                        "its true mass, as weighed, the thrust fractions covering the rotors' spread only; 'hover-thrust' "
+                        "the thrust it hovers at over g (mass over rotor scale, from a hover log), fractions 1")
     parser.add_argument("--trace", type=int, default=0, metavar="TICKS",
                         help="print the ground truth of the TICKS ticks before each episode's first violation (and its "
                         "randomized parameters): to find why the shield let it happen")
     args = parser.parse_args(argv)
     res = run(
         args.policy, args.episodes, args.episode_s, args.world, args.config, not args.no_shield, args.seed, args.randomize,
-        progress=True, onnx_path=args.onnx, battery=not args.no_battery, declare_mass=args.declare_mass,
+        progress=True, onnx_path=args.onnx, battery=not args.no_battery, declare_mass=args.declare_mass or False,
         trace_ticks=args.trace,
     )
     print(res.summary())

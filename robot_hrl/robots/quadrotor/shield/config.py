@@ -22,8 +22,9 @@ class StoppingCfg(BaseModel):
         "the strongest robot's thrust-to-weight, as a fraction of the model's (a light airframe with strong rotors: "
         "the climb it keeps during the reaction time, the least thrust the backup brakes a climb with)"))
     airframe_mass_kg: float | None = Field(default=None, gt=0.0, le=10.0, description=(
-        "the airframe's measured mass, kg: the vertical brakes divide by it (thrust_fraction then covers the motor "
-        "spread only); None: the robot model's mass, and thrust_fraction covers the heaviest airframe too"))
+        "the airframe's measured mass, kg: the vertical brakes divide by it. Weighed: the thrust fractions then cover "
+        "the rotors' spread only; its hover thrust over g (the mass its rotors carry): both fractions 1. None: the "
+        "robot model's mass, and the fractions cover the randomization's airframes"))
     motor_time_constant_s: float = Field(gt=0.0, le=1.0, description="motor lag the predictions assume (the slowest motor designed for)")
     actuation_latency_s: float = Field(ge=0.0, le=0.5, description="delay between a command and the motors, on top of one tick")
 

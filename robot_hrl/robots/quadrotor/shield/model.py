@@ -290,7 +290,8 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     recovery first, after a tilting command): z0 uses the full reaction time. z1c is the
     climb extent with the full reaction time, the conservative top for the obstacle boxes.
 
-    The thrust lies between ``thrust_a`` and ``thrust_b`` (N) during the reaction time, along
+    The thrust lies between ``thrust_a`` and ``thrust_b`` (N) during the reaction time (its upward part times
+    ``strong_fraction`` for the climb: the lightest, strongest airframe's response to it), along
     the body z axis now or the one reached once the body rates are stopped (motor lag, then
     ``m.tilt_alpha``); every coordinate takes its worst case. Then the backup brakes
     (:meth:`DynamicsModel.stopping_distance`).
@@ -316,7 +317,9 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
         b_lo = weak * b if b > 0 else strong * b
         hi[i] = a_hi if a_hi > b_hi else b_hi
         lo[i] = a_lo if a_lo < b_lo else b_lo
-    hi[2] -= m.g
+    # a light, strong airframe turns the command into more thrust: its climb (the weak side is the descent brake's
+    # thrust_fraction; on the command itself it would hold every hover of an unknown airframe)
+    hi[2] = (hi[2] * m.strong_fraction if hi[2] > 0.0 else hi[2]) - m.g
     lo[2] -= m.g
     t = m.reaction_time
     ax = hi[0] if hi[0] > -lo[0] else -lo[0]
