@@ -288,7 +288,7 @@ class Shield:
             check(t)
         t.prev = self._prev
         t.est = self._est
-        t.handback = self.mode == "backup_hold" or self._policy_ticks < self._handback_ticks
+        t.handback = self.mode == "policy" and self._policy_ticks < self._handback_ticks
         if t.output_finite:  # the one mapping of the tick: normalized -> command (contract.action)
             t.cmd = self._to_command(self._actions)
             t.policy = tuple(t.cmd)

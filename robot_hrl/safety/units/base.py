@@ -100,9 +100,8 @@ class Tick:
         """Battery voltage, V (None: unknown)."""
         self.landing = False
         self.handback = False
-        """The policy is being handed control back (the backup holds and judges its command, or gave control back
-        less than the family's hand-back window ago): the stopping model counts what this tick's command commits
-        the slow actuators to."""
+        """The policy got control back from the backup less than the family's hand-back window ago: the stopping model
+        counts what this tick's command commits the slow actuators to."""
         self.clear()
 
     # ---- a quadrotor's view of the actuator estimate --------------------------------------------
