@@ -47,7 +47,6 @@ class BackupController:
         self.yaw_max = b.yaw_torque_fraction * model.high[3]
         self.ki = b.velocity_integral_gain_per_s2
         self.i_max = b.integral_limit_mps2
-        self.integral_window = b.integral_window_mps
         self.dt = model.dt
         self.touchdown = b.touchdown_altitude_m
         self.touchdown_speed = 1.5 * b.land_speed_mps
@@ -95,8 +94,7 @@ class BackupController:
         az_lo = self.min_thrust / m.mass - g
         max_thrust = self.max_thrust_fraction * m.max_total_thrust  # on the battery measured this tick
         az_hi = max_thrust / m.mass - g
-        # conditional integration: only near the velocity reference (a fall's or a climb's recovery would wind it up)
-        iz = self.integral_z + (self.ki * self.dt * ez if -self.integral_window < ez < self.integral_window else 0.0)
+        iz = self.integral_z + self.ki * self.dt * ez
         lim = self.i_max
         iz = -lim if iz < -lim else lim if iz > lim else iz
         az = kv * ez + iz

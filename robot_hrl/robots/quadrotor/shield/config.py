@@ -61,8 +61,6 @@ class BackupCfg(BackupCommonCfg):
     rate_lead_s: float = Field(ge=0.0, le=0.1, description="the rate term acts on the rate predicted this far ahead (lead)")
     velocity_integral_gain_per_s2: float = Field(ge=0.0)
     integral_limit_mps2: float = Field(ge=0.0)
-    integral_window_mps: float = Field(default=0.3, gt=0.0, description=(
-        "the vertical integral grows only while the velocity error is smaller than this (conditional integration)"))
     yaw_torque_fraction: float = Field(gt=0.0, le=1.0)
     recovery_angle_deg: float = Field(gt=0.0, lt=180.0)
     recovery_thrust_fraction_of_weight: float = Field(ge=0.0, le=2.0)
