@@ -50,8 +50,15 @@ class OnnxActor:
         own = np.array([[t.low, t.high] for t in contract.action.terms])
         cur = np.array([[t.low, t.high] for t in current_spec.terms])
         self.robot_hash = contract.robot_params_sha256 if hasattr(contract, "robot_params_sha256") else None
-        self.observes_error_integral = any(t.integral is not None for t in contract.observations)
+        integral = next((t.integral for t in contract.observations if t.integral is not None), None)
+        self.observes_error_integral = integral is not None
         """The model observes the position error's integral: its evaluation env must keep the term (``_cfg``)."""
+        from robot_hrl.contract import GOTO_ERROR_INTEGRAL
+
+        if integral is not None and integral != GOTO_ERROR_INTEGRAL:
+            raise SystemExit(f"{path}: its position error integral {integral} is not the simulator's {GOTO_ERROR_INTEGRAL} "
+                             "(robot_hrl.contract.GOTO_ERROR_INTEGRAL): the env would build a different term; evaluate it "
+                             "on the commit that exported it, or re-export it")
         # wrench = lo + (a + 1) (hi - lo) / 2 with the model's bounds, then back to [-1, 1] with the current ones
         self.scale = (own[:, 1] - own[:, 0]) / (cur[:, 1] - cur[:, 0])
         self.offset = (own[:, 0] - cur[:, 0]) / (cur[:, 1] - cur[:, 0]) * 2.0 + self.scale - 1.0

@@ -48,6 +48,8 @@ class StepConstants(NamedTuple):
     integral_limit_m_s: float
     integral_yaw_frame: bool
     """The error is rotated into the yaw frame (the contract's frame 'yaw_flu'), else world ENU."""
+    integral_active_radius_sq_m2: float | None
+    """The square of the contract's ``active_radius_m`` (the error counts only within it), m^2; None: always."""
 
 
 class ResetConstants(NamedTuple):
@@ -133,6 +135,7 @@ def fused_constants(cfg: GotoEnvCfg, robot: QuadrotorParams, contract: PolicyCon
             angular_velocity_weight=w.angular_velocity_weight, tilt_weight=w.tilt_weight, termination_weight=w.termination_weight,
             integral_decay=error_integral.decay(spec, cmd.control_rate_hz), integral_dt_s=step_dt, integral_limit_m_s=spec.limit_m_s,
             integral_yaw_frame=spec.frame == "yaw_flu",
+            integral_active_radius_sq_m2=None if spec.active_radius_m is None else spec.active_radius_m * spec.active_radius_m,
         ),
         reset=ResetConstants(
             randomize=rcfg.enabled,
