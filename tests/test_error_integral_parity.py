@@ -314,3 +314,21 @@ def test_the_gate_keeps_the_approach_free_of_the_integral():
     assert first[2] == pytest.approx(min(decay * value[2] + 0.05 / RATE_HZ, spec.limit_m_s))
     second = integ.update(knocked, level, goal)  # then the leak alone
     assert second[2] == pytest.approx(decay * first[2]) and integ.update(knocked, level, goal)[2] == pytest.approx(decay * second[2])
+
+
+def test_the_env_configuration_names_its_integral():
+    """``command.error_integral`` gives the step another ErrorIntegral (an exported model's own); a malformed one is
+    refused naming the fields."""
+    from sim.envs.goto_env_cfg import GotoEnvCfg
+    from robot_hrl.errors import ConfigError
+
+    cfg = GotoEnvCfg()
+    cfg.command.observe_error_integral = True
+    assert cfg.validate().contract(CRAZYFLIE_2X).observations[-1].integral == GOTO_ERROR_INTEGRAL
+    cfg.command.error_integral = SPEC.model_dump()
+    assert cfg.validate().contract(CRAZYFLIE_2X).observations[-1].integral == SPEC
+    again = GotoEnvCfg.from_dict(cfg.to_dict())
+    assert again.contract(CRAZYFLIE_2X).observations[-1].integral == SPEC
+    cfg.command.error_integral = {"time_constant_s": 2.0}
+    with pytest.raises(ConfigError, match=r"(?s)command.error_integral .* give its fields"):
+        cfg.validate()

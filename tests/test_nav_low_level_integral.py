@@ -48,15 +48,13 @@ def test_a_skill_with_the_integral_flies_and_restarts_it_per_subgoal(tmp_path):
     assert np.all(np.abs(expected[0]) < np.abs(expected[1:]).max())  # env 0's new subgoal is far: barely anything
 
 
-def test_a_skill_whose_integral_differs_from_the_simulators_is_refused(tmp_path):
-    """The goto step keeps one integral (GOTO_ERROR_INTEGRAL): a skill exported with other parameters (here without
-    the gate) would see a term it was not built with; the low level names the difference instead."""
-    import pytest
-
+def test_a_skill_flies_with_its_own_integral_parameters(tmp_path):
+    """A skill exported with other integral parameters (here without the gate) gets them in the simulator's step: the
+    env's contract carries the skill's ErrorIntegral, not GOTO_ERROR_INTEGRAL."""
     from deploy.crazyflie.example_model import build_mlp_onnx
-    from robot_hrl.errors import ContractError
 
-    other = GOTO_ERROR_INTEGRAL.model_copy(update={"active_radius_m": None})
+    other = GOTO_ERROR_INTEGRAL.model_copy(update={"active_radius_m": None, "time_constant_s": 1.0})
     skill = FrozenSkill(build_mlp_onnx(tmp_path / "skill.onnx", contract=goto_contract(CRAZYFLIE_2X, error_integral=other)))
-    with pytest.raises(ContractError, match="position error integral.*export the skill with the simulator's parameters"):
-        SkillDrivenQuadrotor(skill, num_envs=2, seed=0, randomize=False)
+    low = SkillDrivenQuadrotor(skill, num_envs=2, seed=0, randomize=False)
+    assert low.env.contract.observations[-1].integral == other
+    assert low.env._fused.step.integral_active_radius_sq_m2 is None

@@ -58,6 +58,7 @@ class SkillDrivenQuadrotor:
         # a skill that observes the position error's integral: the goto step keeps it (a state row)
         integral = next((t.integral for t in skill.contract.observations if t.integral is not None), None)
         cfg.command.observe_error_integral = integral is not None
+        cfg.command.error_integral = None if integral is None else integral.model_dump()  # the skill's own parameters
         self.subgoal_change_m = None if integral is None else integral.subgoal_change_m
         self.env = GotoEnv(cfg.validate(), num_envs=num_envs, device=device, seed=seed)
         self.skill = skill.to(device)

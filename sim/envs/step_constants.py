@@ -12,7 +12,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_hrl.contract import GOTO_ERROR_INTEGRAL
 from robot_hrl.contract import error_integral
 from robot_hrl.contract.schema import PolicyContract
 from robot_hrl.robots.quadrotor import QuadrotorParams
@@ -115,8 +114,8 @@ def fused_constants(cfg: GotoEnvCfg, robot: QuadrotorParams, contract: PolicyCon
     layout = state_layout(chain, num_actions, max_latency + 1)
     k = chain.constants(robot)
     specs = param_specs(chain)
-    # the integral's parameters: the contract's term, else the go-to default (the state row is kept either way)
-    spec = next((t.integral for t in contract.observations if t.integral is not None), GOTO_ERROR_INTEGRAL)
+    # the integral's parameters: the contract's term, else the configuration's (the state row is kept either way)
+    spec = next((t.integral for t in contract.observations if t.integral is not None), None) or cfg.error_integral()
     lows, highs, stds = [], [], []
     for term in contract.observations:
         lows += [term.clip[0]] * term.size
