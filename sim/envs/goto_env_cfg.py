@@ -195,7 +195,7 @@ class GotoEnvCfg:
 
     def contract(self, robot):
         """The go-to contract this configuration trains ``robot`` under (its rate, subgoal radius and terms)."""
-        from robot_hrl.contract import GOTO_ERROR_INTEGRAL, goto_contract
+        from robot_hrl.contract import goto_contract
 
         cmd = self.command
         return goto_contract(robot, cmd.control_rate_hz, cmd.subgoal_radius_m,
