@@ -83,8 +83,9 @@ class RangeObstaclesCfg(BaseModel):
     memory_spacing_m: float = Field(ge=0.0, description="a hit this close to a remembered point is not added (it renews that one)")
     memory_age_s: float = Field(gt=0.0, description="a remembered point seen from one place only is forgotten when not seen "
                                                     "again for this long")
-    confirm_baseline_m: float = Field(ge=0.0, description="a point seen again from this far from where it was first seen "
-                                                          "is confirmed (kept until a ranger sees through it)")
+    confirm_angle_rad: float = Field(ge=0.0, le=math.pi, description="a point seen again along a line of sight this far "
+                                                                     "turned from the first is confirmed (kept until a "
+                                                                     "ranger sees through it)")
     clear_margin_m: float = Field(ge=0.0, description="a reading forgets points in its cone nearer than it by this much")
 
     @model_validator(mode="after")
@@ -161,13 +162,14 @@ class RangeObstacleUnit(ShieldUnit):
         """The world-frame hits (robot_hrl.sensing.memory; its points are the unit's picture)."""
         self.memory_age_s = o.memory_age_s
         self.renew_m = max(o.memory_spacing_m, 1e-3)
-        self.confirm_baseline_m = o.confirm_baseline_m
+        self.confirm_cos = math.cos(o.confirm_angle_rad)
         self.seen_s = np.full(o.memory_capacity, -math.inf)
         """When each slot of the memory's ring was last seen (written or renewed), s."""
         self.origin_w = np.zeros((o.memory_capacity, 2))
         """Where the ranger was that first saw each slot's point (world, horizontal), m."""
         self.confirmed = np.zeros(o.memory_capacity, dtype=bool)
-        """Seen again from ``confirm_baseline_m`` away: a target, not one of the places an arc left open."""
+        """Seen again along a line of sight ``confirm_angle_rad`` turned from the first one: a target (two arcs cross
+        there), not one of the places a single arc left open (those move with the ranger)."""
         bounds = getattr(world, "bounds", None)
         self.floor_z = float(bounds.min[2]) + SURFACE_BAND_M if bounds is not None else -math.inf
         self.ceiling_z = float(bounds.max[2]) - SURFACE_BAND_M if bounds is not None else math.inf
@@ -238,8 +240,10 @@ class RangeObstacleUnit(ShieldUnit):
                 renew = max(self.renew_m, 0.5 * r * self.angle_step)                     # half the arc's spacing
                 renewed = ((gap * gap).sum(-1) < renew * renew).any(0)
                 self.seen_s[renewed] = tick.now                                             # seen again
-                moved = self.origin_w[renewed] - origin[:2]
-                self.confirmed[renewed] |= (moved * moved).sum(-1) >= self.confirm_baseline_m ** 2
+                at = mem.points_w[0][renewed]
+                first, again = self.origin_w[renewed] - at, origin[:2] - at
+                cos = (first * again).sum(-1) / np.maximum(np.sqrt((first * first).sum(-1) * (again * again).sum(-1)), 1e-12)
+                self.confirmed[renewed] |= cos <= self.confirm_cos
                 before = int(mem.count[0])
                 mem.add_points_w(points[None, :, :2], keep[None])
                 written = np.arange(before, int(mem.count[0])) % len(self.seen_s)
@@ -247,6 +251,8 @@ class RangeObstacleUnit(ShieldUnit):
                 self.origin_w[written] = origin[:2]
                 self.confirmed[written] = False
         stale = ~self.confirmed & (self.seen_s < tick.now - self.memory_age_s)
+        body = mem.points_w[0] - p[:2]
+        stale |= (body * body).sum(-1) < self.radius * self.radius        # where the robot is, nothing is
         if stale.any():
             mem.forget(stale[None])
             self.seen_s[stale] = math.inf                                                   # an empty slot
