@@ -214,6 +214,12 @@ class RangeObstacleUnit(ShieldUnit):
         rot = np.array(tick.r, dtype=np.float64).reshape(3, 3)
         p = np.array(tick.p, dtype=np.float64)
         mem = self.memory
+        stale = ~self.confirmed & (self.seen_s < tick.now - self.memory_age_s)
+        body = mem.points_w[0] - p[:2]
+        stale |= (body * body).sum(-1) < self.radius * self.radius   # where the robot has got to, nothing was (this
+        if stale.any():                                               # tick's own readings may put a contact back)
+            mem.forget(stale[None])
+            self.seen_s[stale] = math.inf                              # an empty slot
         for i, spec in enumerate(self.specs):
             if not self.fresh[i]:
                 continue
@@ -250,12 +256,6 @@ class RangeObstacleUnit(ShieldUnit):
                 self.seen_s[written] = tick.now
                 self.origin_w[written] = origin[:2]
                 self.confirmed[written] = False
-        stale = ~self.confirmed & (self.seen_s < tick.now - self.memory_age_s)
-        body = mem.points_w[0] - p[:2]
-        stale |= (body * body).sum(-1) < self.radius * self.radius        # where the robot is, nothing is
-        if stale.any():
-            mem.forget(stale[None])
-            self.seen_s[stale] = math.inf                                                   # an empty slot
 
     # ---- the rules --------------------------------------------------------------------------------
     def check(self, tick: Tick) -> None:

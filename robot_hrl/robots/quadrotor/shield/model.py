@@ -171,7 +171,8 @@ class DynamicsModel:
         along body z now or along the axis the body rates carry it to (:func:`thrust_axes`, as :func:`stopping_box`),
         with gravity. A horizontal-ish ``n`` brakes with the horizontal deceleration in the plane of the velocity
         after the reaction time, a vertical one as the stopping box does. 0 when the robot moves away from ``n``
-        and the command does not turn it around within the reaction time."""
+        and the command does not turn it around within the reaction time; the command's own turning point when it
+        does (``v.n^2 / 2|a.n|``: the formula's travel at the end of the reaction time would miss that peak)."""
         v = tick.v
         nx, ny, nz = n[0], n[1], n[2]
         vn = v[0] * nx + v[1] * ny + v[2] * nz
@@ -185,8 +186,10 @@ class DynamicsModel:
                 if a > an:
                     an, best = a, axis
         an -= self.g * nz
+        t = self.reaction_time if nz <= 0.0 or abs(nz) < 0.7 else self.vertical_reaction_time
+        if vn > 0.0 and an < 0.0 and vn + an * t <= 0.0:  # the command itself turns it around: its peak
+            return vn * vn / (-2.0 * an)
         if abs(nz) < 0.7:  # (about) horizontal: the tilt brakes, in the plane of the velocity after the reaction time
-            t = self.reaction_time
             acc = (cmd if cmd > est else est) / self.mass
             px, py = v[0] + acc * best[0] * t, v[1] + acc * best[1] * t
             return self.stopping_distance(vn, an, math.sqrt(px * px + py * py), self.brake_horizontal, t)
