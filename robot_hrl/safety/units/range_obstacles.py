@@ -301,6 +301,29 @@ class RangeObstacleUnit(ShieldUnit):
                 return
         self._slowdown(tick, rel, dist, now)
 
+    HOLD_PUSH_MAX_M = 0.25
+    """The hold target moves at most this far off the remembered hits (:meth:`hold_clear_of_hits`)."""
+
+    def hold_clear_of_hits(self, x: float, y: float) -> tuple[float, float]:
+        """Where the backup holds instead of ``(x, y)``: away from the nearest remembered hits until every one is
+        at least halfway between ``min_clearance_m`` and ``stop_distance_m`` of clearance, by at most
+        ``HOLD_PUSH_MAX_M``. A robot held at the edge of what the rule allows would stay there: from the pushed
+        target the policy can pass beside the hit instead of being held against it (the shield's safe_position)."""
+        pts = self.memory.points_w[0]
+        keep = self.radius + 0.5 * (self.min_clearance_m + self.stop_distance_m)
+        budget = self.HOLD_PUSH_MAX_M
+        for _ in range(4):
+            rel = np.array([x, y]) - pts
+            dist = np.sqrt((rel * rel).sum(-1))
+            k = int(np.argmin(dist))
+            short = keep - float(dist[k])
+            if short <= 1e-6 or budget <= 1e-6 or dist[k] < 1e-6:
+                break
+            step = min(short, budget)
+            x, y = x + step * float(rel[k, 0]) / float(dist[k]), y + step * float(rel[k, 1]) / float(dist[k])
+            budget -= step
+        return x, y
+
     def _reach(self, tick: Tick) -> float:
         """How far (horizontally) the robot can get before it stands still: the stopping box's farthest corner."""
         x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
