@@ -171,3 +171,25 @@ def test_sliding_along_a_wall_and_leaving_it_pass_flying_at_it_does_not(parts, y
         unit.check(tick)
         rejected = tick.reject_unit is not None
         assert rejected != passes, (v, clearance, tick.reject_detail)
+
+
+def test_the_hold_target_moves_off_the_remembered_hits_within_the_fence(parts):
+    """The backup's hold target (Shield.safe_position) leaves a remembered hit to halfway between min_clearance_m and
+    stop_distance_m of clearance, at most HOLD_PUSH_MAX_M, and stays inside the fence."""
+    shield, unit, model = parts
+    unit.reset()
+    keep = model.collision_radius_m + 0.5 * (unit.min_clearance_m + unit.stop_distance_m)
+    # a wall ahead (front ranger, 0.1 m): the target goes back from it, out to the kept clearance
+    _feed(unit, model, 1.0, (5.0, 5.0, 1.0), 0.0, [0.1, math.inf, math.inf, math.inf])
+    x, y, _ = shield.safe_position([5.0, 5.0, 1.0])
+    pts = unit.memory.points_w[0]
+    dist = np.hypot(pts[:, 0] - x, pts[:, 1] - y)
+    assert x < 5.0 and dist.min() >= keep - 1e-6, (x, y, dist.min())
+    assert math.hypot(x - 5.0, y - 5.0) <= unit.HOLD_PUSH_MAX_M + 1e-9
+    # next to the fence, pushed toward it: the target stays inside the fence's hold inset
+    unit.reset()
+    g = shield.unit("geofence")
+    edge = g.x_hi - shield.config.backup.hold_inset_m
+    _feed(unit, model, 2.0, (edge, 5.0, 1.0), math.pi, [0.1, math.inf, math.inf, math.inf])  # facing -x: a hit at x - 0.1
+    x, _, _ = shield.safe_position([edge, 5.0, 1.0])
+    assert x <= edge + 1e-9, (x, edge)
