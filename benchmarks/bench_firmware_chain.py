@@ -50,8 +50,9 @@ class OnnxActor:
         own = np.array([[t.low, t.high] for t in contract.action.terms])
         cur = np.array([[t.low, t.high] for t in current_spec.terms])
         self.robot_hash = contract.robot_params_sha256 if hasattr(contract, "robot_params_sha256") else None
-        self.observes_error_integral = any(t.integral is not None for t in contract.observations)
-        """The model observes the position error's integral: its evaluation env must keep the term (``_cfg``)."""
+        self.error_integral = next((t.integral for t in contract.observations if t.integral is not None), None)
+        """The model's position error integral (None: it observes none): its evaluation env keeps the same (``_cfg``)."""
+        self.observes_error_integral = self.error_integral is not None
         # wrench = lo + (a + 1) (hi - lo) / 2 with the model's bounds, then back to [-1, 1] with the current ones
         self.scale = (own[:, 1] - own[:, 0]) / (cur[:, 1] - cur[:, 0])
         self.offset = (own[:, 0] - cur[:, 0]) / (cur[:, 1] - cur[:, 0]) * 2.0 + self.scale - 1.0
@@ -61,11 +62,13 @@ class OnnxActor:
         return a * self.scale + self.offset
 
 
-def _cfg(error_integral: bool = False, **ranges):
+def _cfg(error_integral=None, **ranges):
+    """The evaluation configuration; ``error_integral``: the model's ``ErrorIntegral`` (None: the model observes none)."""
     from sim.envs.goto_env_cfg import GotoEnvCfg
 
     cfg = GotoEnvCfg()
-    cfg.command.observe_error_integral = error_integral
+    cfg.command.observe_error_integral = error_integral is not None
+    cfg.command.error_integral = None if error_integral is None else error_integral.model_dump()
     cfg.randomization.motor_time_constant_train_range_s = None  # evaluation: the whole motor-lag range
     cfg.curriculum.enabled = False
     cfg.physics.native = True
@@ -174,11 +177,11 @@ def main(argv=None) -> int:
         actor = OnnxActor(path, spec)
         r = {}
         if name == "after":
-            integral = actor.observes_error_integral
+            integral = actor.error_integral
             r["full_randomization"] = run_episodes(actor, _cfg(integral), args.episodes, args.seed)
             r["at_36g"] = run_episodes(actor, _cfg(integral, mass_scale_range=(heavy, heavy)), args.episodes, args.seed + 1)
             r["at_3v3"] = run_episodes(actor, _cfg(integral, battery_open_circuit_range_v=(3.3, 3.3)), args.episodes, args.seed + 2)
-        r["hard_starts"] = run_episodes(actor, _cfg(actor.observes_error_integral, **hard), args.episodes, args.seed + 3, hard_start=True)
+        r["hard_starts"] = run_episodes(actor, _cfg(actor.error_integral, **hard), args.episodes, args.seed + 3, hard_start=True)
         out[name] = r
         for k, v in r.items():
             print(f"{name:6s} {k:18s} success {v['success_rate']:.3f}  median final error {1000 * v['median_final_error_m']:.1f} mm"

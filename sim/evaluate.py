@@ -298,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
 
             check_rates(args.physics_hz, policy.control_rate_hz)  # before the (slow) training-side imports
         cfg = _env_cfg(args.randomize)
-        cfg.command.observe_error_integral = any(t.integral is not None for t in policy.contract.observations)
+        integral = next((t.integral for t in policy.contract.observations if t.integral is not None), None)
+        cfg.command.observe_error_integral = integral is not None
+        cfg.command.error_integral = None if integral is None else integral.model_dump()  # --sim torch: the model's own
         if abs(policy.control_rate_hz - cfg.command.control_rate_hz) > 1e-9:
             raise RobotHrlError(f"the model runs at {policy.control_rate_hz} Hz, the task at "
                                 f"{cfg.command.control_rate_hz} Hz; evaluate it with the config it was trained on")

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from robot_hrl.contract import GOTO_ERROR_INTEGRAL, ErrorIntegral, ObservationTerm, goto_contract
@@ -24,9 +24,15 @@ from robot_hrl.robots import CRAZYFLIE_2X
 from sim.envs.terms import error_integral as torch_integral
 
 RATE_HZ = 100.0
-SPEC = GOTO_ERROR_INTEGRAL
-YAW_SPEC = GOTO_ERROR_INTEGRAL.model_copy(update={"frame": "yaw_flu"})
-SPECS = {"world_enu": SPEC, "yaw_flu": YAW_SPEC}
+SPEC = GOTO_ERROR_INTEGRAL.model_copy(update={"active_radius_m": None})
+YAW_SPEC = SPEC.model_copy(update={"frame": "yaw_flu"})
+GATE_M = 1.5
+"""The gated specs' radius here: hypothesis' positions lie 0-6 m from the subgoal, so the gate opens and closes."""
+SPECS = {"world_enu": SPEC, "yaw_flu": YAW_SPEC, "world_enu_gated": SPEC.model_copy(update={"active_radius_m": GATE_M}),
+         "yaw_flu_gated": YAW_SPEC.model_copy(update={"active_radius_m": GATE_M})}
+GATE_BAND = 1e-4
+"""Ticks within this relative distance of the gate's radius are left out (``assume``): float32 and float64 may decide
+the comparison differently there (the twins agree to their rounding, the gate's edge is a step)."""
 
 
 def _unit(q):
@@ -57,6 +63,12 @@ def _sequence(raw, rng_seed: int = 0):
     return out
 
 
+def _clear_of_the_gate(seq, spec) -> bool:
+    """No tick's distance to the subgoal within ``GATE_BAND`` of the gate's radius (always true without a gate)."""
+    r = spec.active_radius_m
+    return r is None or all(abs(np.linalg.norm(goal - pos) - r) > GATE_BAND * r for pos, _, goal, _ in seq)
+
+
 def _numpy_run(seq, spec=SPEC):
     integ = ErrorIntegrator(spec, RATE_HZ)
     values = []
@@ -83,6 +95,8 @@ def _reference_run(seq, spec=SPEC):
         yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)) if spec.frame == "yaw_flu" else 0.0
         ex, ey, ez = (g - p for g, p in zip(subgoal, pos))
         previous = [math.cos(yaw) * ex + math.sin(yaw) * ey, -math.sin(yaw) * ex + math.cos(yaw) * ey, ez]
+        if spec.active_radius_m is not None and math.sqrt(ex * ex + ey * ey + ez * ez) > spec.active_radius_m:
+            previous = [0.0] * 3  # conditional integration: outside the radius the error counts as zero
         last_goal = list(subgoal)
         out.append(list(value))
     return np.array(out)
@@ -93,6 +107,7 @@ def _reference_run(seq, spec=SPEC):
 @given(raw=st.lists(tick, min_size=1, max_size=60), seed=st.integers(0, 2**16))
 def test_numpy_integrator_is_the_definition(frame, raw, seed):
     seq = _sequence(raw, seed)
+    assume(_clear_of_the_gate(seq, SPECS[frame]))
     np.testing.assert_allclose(_numpy_run(seq, SPECS[frame]), _reference_run(seq, SPECS[frame]), atol=1e-9)
 
 
@@ -102,7 +117,10 @@ def test_numpy_integrator_is_the_definition(frame, raw, seed):
 def test_torch_terms_match_numpy(frame, raw, seed):
     """The step's torch columns (``sim/envs/terms/error_integral.py``) on the same ticks, float32."""
     seq = _sequence(raw, seed)
-    expected = _numpy_run(seq, SPECS[frame])
+    spec = SPECS[frame]
+    assume(_clear_of_the_gate(seq, spec))
+    expected = _numpy_run(seq, spec)
+    gate_sq = None if spec.active_radius_m is None else spec.active_radius_m * spec.active_radius_m
     value = (torch.zeros(1),) * 3
     previous, last_goal = None, None
     decay = math.exp(-1.0 / (RATE_HZ * SPEC.time_constant_s))
@@ -113,7 +131,7 @@ def test_torch_terms_match_numpy(frame, raw, seed):
         else:
             value = torch_integral.integral_step(value, previous, decay, 1.0 / RATE_HZ, SPEC.limit_m_s)
         cols = lambda v: tuple(torch.tensor([float(x)], dtype=torch.float32) for x in v)  # noqa: E731
-        previous = torch_integral.frame_error(cols(pos), cols(quat), cols(subgoal), frame == "yaw_flu")
+        previous = torch_integral.integral_error(cols(pos), cols(quat), cols(subgoal), spec.frame == "yaw_flu", gate_sq)
         last_goal = subgoal
         np.testing.assert_allclose(torch.cat(value).numpy(), expected[k], atol=2e-6)
 
@@ -128,16 +146,20 @@ def test_simulator_step_matches_the_runtime(native, frame, monkeypatch):
 
     import robot_hrl.contract
 
-    monkeypatch.setattr(robot_hrl.contract, "GOTO_ERROR_INTEGRAL", SPECS[frame])  # what GotoEnvCfg.contract reads
+    spec = SPECS[frame]
+    if spec.active_radius_m is not None:  # starts lie up to 1 m from the goal: a radius that some ticks are inside
+        spec = spec.model_copy(update={"active_radius_m": 0.7})
+    monkeypatch.setattr(robot_hrl.contract, "GOTO_ERROR_INTEGRAL", spec)  # what GotoEnvCfg.contract reads
     cfg = GotoEnvCfg()
     cfg.command.observe_error_integral = True
     cfg.physics.native = native
     cfg.command.episode_length_s = 0.6  # several resets within the run
     env = GotoEnv(cfg, num_envs=16, seed=11)
     names = [t.name for t in env.contract.observations]
-    assert names[-1] == TERM_NAME and env.contract.observations[-1].integral == SPECS[frame]
+    assert names[-1] == TERM_NAME and env.contract.observations[-1].integral == spec
     start = env.contract.observation_size - 3
-    integrators = [ErrorIntegrator(SPECS[frame], env.contract.control_rate_hz) for _ in range(env.num_envs)]
+    integrators = [ErrorIntegrator(spec, env.contract.control_rate_hz) for _ in range(env.num_envs)]
+    inside = outside = 0
     g = torch.Generator().manual_seed(5)
     hover = torch.tensor([0.25, 0.0, 0.0, 0.0])
     compared = resets = 0
@@ -145,6 +167,11 @@ def test_simulator_step_matches_the_runtime(native, frame, monkeypatch):
         pos, quat, goal = (env.position_w.double().numpy().copy(), env.quat_wxyz.double().numpy().copy(),
                            env.goal_w.double().numpy().copy())
         observed = env.get_observations()["critic"][:, start:start + 3].double().numpy()  # clean (no noise), clipped
+        distance = np.linalg.norm(goal - pos, axis=1)
+        if spec.active_radius_m is not None:
+            assert np.all(np.abs(distance - spec.active_radius_m) > 1e-6), "a float32 state on the gate's edge: pick another seed"
+            inside += int(np.sum(distance <= spec.active_radius_m))
+            outside += int(np.sum(distance > spec.active_radius_m))
         for e, integ in enumerate(integrators):
             if env.episode_length_buf[e].item() == 0:
                 integ.reset()
@@ -154,6 +181,8 @@ def test_simulator_step_matches_the_runtime(native, frame, monkeypatch):
         _, _, dones, _ = env.step(hover + 0.3 * (torch.rand(env.num_envs, 4, generator=g) - 0.5))
         resets += int(dones.sum())
     assert compared == 150 * 16 and resets >= 16
+    if spec.active_radius_m is not None:
+        assert inside > 100 and outside > 100, (inside, outside)  # the gate both open and closed
     assert np.abs(env.get_observations()["critic"][:, start:start + 3].numpy()).max() > 0.0
 
 
@@ -175,6 +204,7 @@ def host_controller(request, tmp_path_factory):
 def test_generated_c_matches_numpy(host_controller, raw, seed):
     lib, contract = host_controller
     seq = _sequence(raw, seed)
+    assume(_clear_of_the_gate(seq, contract.observations[-1].integral))
     expected = _numpy_run(seq, contract.observations[-1].integral)
     start = contract.observation_size - 3
     lib.reset_observation()
@@ -232,7 +262,14 @@ def test_contract_names_the_parameters_and_old_contracts_are_unchanged():
     assert c.observation_size == 25 and term.name == TERM_NAME and term.units == "m s"
     assert term.clip == (-SPEC.limit_m_s, SPEC.limit_m_s) and term.frame == SPEC.frame == "world_enu"
     again = type(c).from_json(c.to_json())
-    assert again.observations[-1].integral == ErrorIntegral(time_constant_s=2.0, limit_m_s=0.02, subgoal_change_m=0.001, frame="world_enu")
+    assert again.observations[-1].integral == ErrorIntegral(time_constant_s=2.0, limit_m_s=0.02, subgoal_change_m=0.001, frame="world_enu",
+                                                            active_radius_m=0.1)
+    # a spec without the gate serializes without the key: contracts written before it keep their bytes and hashes
+    ungated = goto_contract(CRAZYFLIE_2X, error_integral=SPEC)
+    assert "active_radius_m" not in ungated.to_json() and '"active_radius_m":0.1' in c.to_json()
+    assert type(c).from_json(ungated.to_json()).observations[-1].integral.active_radius_m is None
+    with pytest.raises(Exception, match="greater than 0"):
+        ErrorIntegral(time_constant_s=1.0, limit_m_s=0.1, subgoal_change_m=0.001, frame="world_enu", active_radius_m=0.0)
     with pytest.raises(Exception, match="error integral has 3 values"):
         ObservationTerm(name=TERM_NAME, size=4, frame="yaw_flu", units="m s", clip=(-1.0, 1.0), integral=GOTO_ERROR_INTEGRAL)
     with pytest.raises(Exception, match="greater than 0"):
@@ -258,3 +295,40 @@ def test_integral_step_clips_and_decays():
     yawed = np.array([math.cos(math.pi / 4), 0, 0, math.sin(math.pi / 4)])  # 90 deg yaw: world y ahead
     assert yaw_frame_error(np.zeros(3), yawed, np.array([0.0, 1.0, 0.0])) == pytest.approx([1.0, 0.0, 0.0], abs=1e-12)
     assert frame_error(np.zeros(3), yawed, np.array([0.0, 1.0, 0.0]), "world_enu").tolist() == [0.0, 1.0, 0.0]
+
+
+def test_the_gate_keeps_the_approach_free_of_the_integral():
+    """Conditional integration (``active_radius_m``): zero while the robot is farther from the subgoal than the radius,
+    the error integrated inside it, and only the leak outside it again."""
+    spec = SPEC.model_copy(update={"active_radius_m": 0.1})
+    integ = ErrorIntegrator(spec, RATE_HZ)
+    level, goal = np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
+    for z in np.linspace(0.0, 0.85, 60):  # an approach from 1 m to 0.15 m below: nothing integrated
+        assert np.all(integ.update(np.array([0.0, 0.0, z]), level, goal) == 0.0)
+    for _ in range(30):  # settled 50 mm low: integrated
+        value = integ.update(np.array([0.0, 0.0, 0.95]), level, goal)
+    assert value[2] > 0.01 and value[0] == value[1] == 0.0
+    decay = math.exp(-1.0 / (RATE_HZ * spec.time_constant_s))
+    knocked = np.array([0.0, 0.0, 0.7])  # knocked 0.3 m away: this tick still adds the last error from inside
+    first = integ.update(knocked, level, goal)
+    assert first[2] == pytest.approx(min(decay * value[2] + 0.05 / RATE_HZ, spec.limit_m_s))
+    second = integ.update(knocked, level, goal)  # then the leak alone
+    assert second[2] == pytest.approx(decay * first[2]) and integ.update(knocked, level, goal)[2] == pytest.approx(decay * second[2])
+
+
+def test_the_env_configuration_names_its_integral():
+    """``command.error_integral`` gives the step another ErrorIntegral (an exported model's own); a malformed one is
+    refused naming the fields."""
+    from sim.envs.goto_env_cfg import GotoEnvCfg
+    from robot_hrl.errors import ConfigError
+
+    cfg = GotoEnvCfg()
+    cfg.command.observe_error_integral = True
+    assert cfg.validate().contract(CRAZYFLIE_2X).observations[-1].integral == GOTO_ERROR_INTEGRAL
+    cfg.command.error_integral = SPEC.model_dump()
+    assert cfg.validate().contract(CRAZYFLIE_2X).observations[-1].integral == SPEC
+    again = GotoEnvCfg.from_dict(cfg.to_dict())
+    assert again.contract(CRAZYFLIE_2X).observations[-1].integral == SPEC
+    cfg.command.error_integral = {"time_constant_s": 2.0}
+    with pytest.raises(ConfigError, match=r"(?s)command.error_integral .* give its fields"):
+        cfg.validate()

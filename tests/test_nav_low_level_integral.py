@@ -25,7 +25,8 @@ def test_a_skill_with_the_integral_flies_and_restarts_it_per_subgoal(tmp_path):
     ids = torch.arange(4)
     low.place(ids, torch.tensor([[0.0, 0.0, 1.0]] * 4), torch.zeros(4))
     integrators = [ErrorIntegrator(GOTO_ERROR_INTEGRAL, contract.control_rate_hz) for _ in range(4)]
-    subgoal = torch.tensor([[0.3, 0.0, 1.2], [0.0, 0.3, 1.0], [-0.2, 0.1, 0.9], [0.1, 0.1, 1.1]])
+    # env 0 far (the gate keeps its integral at zero), the others within GOTO_ERROR_INTEGRAL.active_radius_m (integrated)
+    subgoal = torch.tensor([[0.3, 0.0, 1.2], [0.0, 0.06, 1.0], [-0.05, 0.03, 0.96], [0.04, 0.04, 1.05]])
     low.new_subgoal()
     for k in range(40):
         if k == 20:  # env 0 gets a new subgoal; the others keep theirs (re-sent unchanged)
@@ -44,3 +45,16 @@ def test_a_skill_with_the_integral_flies_and_restarts_it_per_subgoal(tmp_path):
         crashed = low.step(subgoal)
         assert not crashed.any()
     assert np.abs(expected[1:]).max() > 1e-3  # the integral ran on
+    assert np.all(np.abs(expected[0]) < np.abs(expected[1:]).max())  # env 0's new subgoal is far: barely anything
+
+
+def test_a_skill_flies_with_its_own_integral_parameters(tmp_path):
+    """A skill exported with other integral parameters (here without the gate) gets them in the simulator's step: the
+    env's contract carries the skill's ErrorIntegral, not GOTO_ERROR_INTEGRAL."""
+    from deploy.crazyflie.example_model import build_mlp_onnx
+
+    other = GOTO_ERROR_INTEGRAL.model_copy(update={"active_radius_m": None, "time_constant_s": 1.0})
+    skill = FrozenSkill(build_mlp_onnx(tmp_path / "skill.onnx", contract=goto_contract(CRAZYFLIE_2X, error_integral=other)))
+    low = SkillDrivenQuadrotor(skill, num_envs=2, seed=0, randomize=False)
+    assert low.env.contract.observations[-1].integral == other
+    assert low.env._fused.step.integral_active_radius_sq_m2 is None

@@ -299,9 +299,23 @@ def _integral_update(term, control_rate_hz: float) -> str:
       policyIntegral[i] = moved ? 0.0f : policy_clip(v, -{limit}, {limit});
       policyIntegralSubgoal[i] = sg[i];
     }}
-{_error_in_frame(spec.frame)}
+{_error_in_frame(spec.frame)}{_gate(spec)}
     policyIntegralValid = true;
   }}"""
+
+
+def _gate(spec) -> str:
+    """C of the conditional integration (the contract's ``active_radius_m``): the error counts only within it."""
+    if spec.active_radius_m is None:
+        return ""
+    r2 = c_float(spec.active_radius_m * spec.active_radius_m)
+    return f"""
+    /* conditional integration: the error counts only within {spec.active_radius_m:g} m of the subgoal (world distance) */
+    if (!(ex * ex + ey * ey + ez * ez <= {r2})) {{
+      policyIntegralError[0] = 0.0f;
+      policyIntegralError[1] = 0.0f;
+      policyIntegralError[2] = 0.0f;
+    }}"""
 
 
 def _error_in_frame(frame: str) -> str:

@@ -7,9 +7,13 @@ the policy integral action. Its definition, once (``ErrorIntegral`` in the contr
     e_k   = subgoal_k - position_k                             the error the policy sees on tick k, m: world ENU
                                                                (frame world_enu), or rotated by R_z(-yaw_k) (yaw_flu)
     I_0   = 0                                                  on the first tick after a reset or a subgoal move
-    I_k   = clip(exp(-dt / tau) I_{k-1} + dt e_{k-1}, -L, L)   every other tick; dt = 1 / control rate
+    I_k   = clip(exp(-dt / tau) I_{k-1} + dt g_{k-1} e_{k-1}, -L, L)   every other tick; dt = 1 / control rate
+    g_k   = 1 if |subgoal_k - position_k| <= R else 0          the gate (conditional integration, R =
+                                                               ``active_radius_m``: world distance); g = 1 without R
 
-so the observation of tick k integrates the errors of the ticks before it. The simulators keep I as a state row
+so the observation of tick k integrates the errors of the ticks before it. The gate keeps the approach free of the
+integral: without it the 0.02 m s clip is reached within two ticks of a 1 m approach and the integral acts as a
+sign(error) bias all the way in (issue 17: a point of strict success lost, mostly slow-motor episodes tipped over). The simulators keep I as a state row
 (``sim/envs/layout.py`` ``task_state``; the torch step, its C twin), the generated Crazyflie controller as a
 static (``deploy/crazyflie``); ``tests/test_error_integral_parity.py`` proves the three equal.
 """
@@ -55,6 +59,14 @@ def frame_error(position_w: np.ndarray, quat_wxyz: np.ndarray, subgoal_w: np.nda
     raise ValueError(f"unknown error-integral frame {frame!r}; 'world_enu' or 'yaw_flu'")
 
 
+def gated_error(error: np.ndarray, world_error: np.ndarray, spec: ErrorIntegral) -> np.ndarray:
+    """``error`` where the world error's length is within ``spec.active_radius_m`` (or no radius is set), else zero."""
+    if spec.active_radius_m is None:
+        return error
+    inside = np.sum(world_error * world_error, axis=-1) <= spec.active_radius_m * spec.active_radius_m
+    return np.where(inside[..., None], error, 0.0)
+
+
 def decay(spec: ErrorIntegral, control_rate_hz: float) -> float:
     """The factor the integral keeps per tick: exp(-dt / time_constant_s)."""
     return math.exp(-1.0 / (control_rate_hz * spec.time_constant_s))
@@ -95,8 +107,9 @@ class ErrorIntegrator:
         else:
             self.value = integral_step(self.value, self._previous_error, self.spec, self.control_rate_hz)
         self._subgoal = subgoal
-        self._previous_error = frame_error(np.asarray(position_w, dtype=np.float64), np.asarray(quat_wxyz, dtype=np.float64), subgoal,
-                                           self.spec.frame)
+        position = np.asarray(position_w, dtype=np.float64)
+        error = frame_error(position, np.asarray(quat_wxyz, dtype=np.float64), subgoal, self.spec.frame)
+        self._previous_error = gated_error(error, subgoal - position, self.spec)
         return self.value.copy()
 
 

@@ -34,7 +34,9 @@ class ErrorIntegral(BaseModel):
     (subgoal minus position, in ``frame``: world ENU, or rotated into the robot's yaw frame), and is clipped to
     ``[-limit_m_s, limit_m_s]``
     per axis (anti-windup). It restarts at zero on the first tick after a reset and whenever the subgoal moves
-    by more than ``subgoal_change_m``. A runtime builds it from these numbers alone.
+    by more than ``subgoal_change_m``. With ``active_radius_m`` set (conditional integration), a tick's error counts
+    only while the robot is within that distance of the subgoal (outside, zero is added and the integral only
+    decays), so the approach sees no integral. A runtime builds it from these numbers alone.
     """
 
     model_config = _FROZEN
@@ -43,6 +45,10 @@ class ErrorIntegral(BaseModel):
     subgoal_change_m: float = Field(ge=0, description="a subgoal move larger than this (any axis, m) restarts the integral")
     frame: Literal["world_enu", "yaw_flu"] = Field(
         description="the error's frame: 'world_enu', or 'yaw_flu' (world ENU rotated by minus the robot's yaw: x along its heading)")
+    active_radius_m: float | None = Field(
+        default=None, gt=0,
+        description="conditional integration: the error counts only while the distance to the subgoal (world, m) is at most "
+                    "this; None: always (left out of the JSON, so contracts without it keep their bytes)")
 
 
 class ObservationTerm(BaseModel):

@@ -67,6 +67,10 @@ class CommandCfg:
     """The policy also observes the leaky integral of the position error (robot_hrl.contract.GOTO_ERROR_INTEGRAL,
     issue 17's no-sag term; the step keeps it as a state row either way). The contract, and so the exported
     model, carries the term and its parameters when this is set."""
+    error_integral: dict | None = None
+    """The integral's parameters (the fields of ``robot_hrl.contract.ErrorIntegral``: time_constant_s, limit_m_s,
+    subgoal_change_m, frame, active_radius_m) where they differ from ``GOTO_ERROR_INTEGRAL``; None: that default. An
+    exported model is evaluated with its own (``benchmarks/bench_firmware_chain.py``, the navigate env's frozen skill)."""
 
 
 @dataclass
@@ -191,11 +195,24 @@ class GotoEnvCfg:
 
     def contract(self, robot):
         """The go-to contract this configuration trains ``robot`` under (its rate, subgoal radius and terms)."""
-        from robot_hrl.contract import GOTO_ERROR_INTEGRAL, goto_contract
+        from robot_hrl.contract import goto_contract
 
         cmd = self.command
         return goto_contract(robot, cmd.control_rate_hz, cmd.subgoal_radius_m,
-                             error_integral=GOTO_ERROR_INTEGRAL if cmd.observe_error_integral else None)
+                             error_integral=self.error_integral() if cmd.observe_error_integral else None)
+
+    def error_integral(self):
+        """The position error integral's parameters: ``command.error_integral``, else ``GOTO_ERROR_INTEGRAL``."""
+        from robot_hrl.contract import GOTO_ERROR_INTEGRAL, ErrorIntegral
+
+        spec = self.command.error_integral
+        if spec is None:
+            return GOTO_ERROR_INTEGRAL
+        try:
+            return ErrorIntegral(**spec)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"command.error_integral {spec!r} is not a valid ErrorIntegral ({exc}); give its fields "
+                              "time_constant_s, limit_m_s, subgoal_change_m, frame and optionally active_radius_m, or null") from None
 
     # ---- serialization --------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -220,6 +237,7 @@ class GotoEnvCfg:
                               "(native on a CPU, compile on a GPU)")
         if self.command.episode_length_s * self.command.control_rate_hz < 1:
             raise ConfigError("command.episode_length_s is shorter than one control step; make it longer")
+        self.error_integral()  # a malformed command.error_integral names its fields
         if self.command.subgoal_radius_m <= 0:
             raise ConfigError(f"command.subgoal_radius_m must be > 0, got {self.command.subgoal_radius_m}")
         r = self.randomization

@@ -58,12 +58,17 @@ class SkillDrivenQuadrotor:
         # a skill that observes the position error's integral: the goto step keeps it (a state row)
         integral = next((t.integral for t in skill.contract.observations if t.integral is not None), None)
         cfg.command.observe_error_integral = integral is not None
+        cfg.command.error_integral = None if integral is None else integral.model_dump()  # the skill's own parameters
         self.subgoal_change_m = None if integral is None else integral.subgoal_change_m
         self.env = GotoEnv(cfg.validate(), num_envs=num_envs, device=device, seed=seed)
         self.skill = skill.to(device)
         problems = skill.contract.mismatches(self.env.robot, control_rate_hz=self.env.contract.control_rate_hz)
         if skill.contract.action != self.env.contract.action:
             problems.append("action mapping: the skill's contract maps actions differently from the simulator's robot")
+        simulated = next((t.integral for t in self.env.contract.observations if t.integral is not None), None)
+        if integral != simulated:
+            problems.append(f"position error integral: the skill's is {integral}, the simulator keeps {simulated} "
+                            "(robot_hrl.contract.GOTO_ERROR_INTEGRAL); export the skill with the simulator's parameters")
         if problems:
             raise ContractError(f"the skill {skill.path.name} does not fit the simulated robot: " + "; ".join(problems))
         obs_terms.check_terms(skill.contract.observations)

@@ -12,7 +12,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from robot_hrl.contract import GOTO_ERROR_INTEGRAL
 from robot_hrl.contract import error_integral
 from robot_hrl.contract.schema import PolicyContract
 from robot_hrl.robots.quadrotor import QuadrotorParams
@@ -48,6 +47,8 @@ class StepConstants(NamedTuple):
     integral_limit_m_s: float
     integral_yaw_frame: bool
     """The error is rotated into the yaw frame (the contract's frame 'yaw_flu'), else world ENU."""
+    integral_active_radius_sq_m2: float | None
+    """The square of the contract's ``active_radius_m`` (the error counts only within it), m^2; None: always."""
 
 
 class ResetConstants(NamedTuple):
@@ -113,8 +114,8 @@ def fused_constants(cfg: GotoEnvCfg, robot: QuadrotorParams, contract: PolicyCon
     layout = state_layout(chain, num_actions, max_latency + 1)
     k = chain.constants(robot)
     specs = param_specs(chain)
-    # the integral's parameters: the contract's term, else the go-to default (the state row is kept either way)
-    spec = next((t.integral for t in contract.observations if t.integral is not None), GOTO_ERROR_INTEGRAL)
+    # the integral's parameters: the contract's term, else the configuration's (the state row is kept either way)
+    spec = next((t.integral for t in contract.observations if t.integral is not None), None) or cfg.error_integral()
     lows, highs, stds = [], [], []
     for term in contract.observations:
         lows += [term.clip[0]] * term.size
@@ -133,6 +134,7 @@ def fused_constants(cfg: GotoEnvCfg, robot: QuadrotorParams, contract: PolicyCon
             angular_velocity_weight=w.angular_velocity_weight, tilt_weight=w.tilt_weight, termination_weight=w.termination_weight,
             integral_decay=error_integral.decay(spec, cmd.control_rate_hz), integral_dt_s=step_dt, integral_limit_m_s=spec.limit_m_s,
             integral_yaw_frame=spec.frame == "yaw_flu",
+            integral_active_radius_sq_m2=None if spec.active_radius_m is None else spec.active_radius_m * spec.active_radius_m,
         ),
         reset=ResetConstants(
             randomize=rcfg.enabled,

@@ -137,7 +137,7 @@ def physics_rows(
     goal, last_action = _rows(state, L.rows("goal_w")), _rows(state, L.rows("last_action"))
     # the position error's integral advances with the error the policy saw (the state before the physics)
     integral = error_integral.integral_step(_rows(state, L.rows("position_error_integral")),
-                                            error_integral.frame_error(pos, quat, goal, c.integral_yaw_frame),
+                                            error_integral.integral_error(pos, quat, goal, c.integral_yaw_frame, c.integral_active_radius_sq_m2),
                                             c.integral_decay, c.integral_dt_s, c.integral_limit_m_s)
     touched = None
     for _ in range(c.decimation):

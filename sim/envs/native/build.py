@@ -82,9 +82,11 @@ def config_header(f: FusedConstants) -> str:
         # the position error's integral (robot_hrl.contract.error_integral)
         "INTEGRAL_DECAY": c.integral_decay, "INTEGRAL_DT_S": c.integral_dt_s, "INTEGRAL_LIMIT_M_S": c.integral_limit_m_s,
         "MIN_HEADING_NORM": MIN_HEADING_NORM,
+        "INTEGRAL_ACTIVE_RADIUS_SQ_M2": c.integral_active_radius_sq_m2 or 0.0,
     }
     ints = {
-        "DECIMATION": c.decimation, "INTEGRAL_YAW_FRAME": bool(c.integral_yaw_frame), "TERMINATE_ON_GROUND_CONTACT": bool(c.terminate_on_ground_contact),
+        "DECIMATION": c.decimation, "INTEGRAL_YAW_FRAME": bool(c.integral_yaw_frame),
+        "INTEGRAL_GATED": c.integral_active_radius_sq_m2 is not None, "TERMINATE_ON_GROUND_CONTACT": bool(c.terminate_on_ground_contact),
         "MAX_EPISODE_LENGTH": f.max_episode_length, "LATENCY_SLOTS": f.layout.latency_slots, "RANDOMIZE": bool(r.randomize),
         "LATENCY_LO": r.action_latency_steps_range[0], "LATENCY_HI": r.action_latency_steps_range[1],
         "OBS_POLICY": len(f.obs_low), "OBS_CRITIC": len(f.obs_low) + f.layout.privileged_size, "NOISE_PAIRS": pairs,

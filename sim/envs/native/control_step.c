@@ -149,6 +149,10 @@ static void physics_block(int64_t n, int64_t lo, int64_t hi, const float *restri
 #else
             float err[3] = {iex, iey, iez};
 #endif
+#if INTEGRAL_GATED
+            /* conditional integration: the error counts only within the contract's active_radius_m of the goal */
+            if (!(iex * iex + iey * iey + iez * iez <= INTEGRAL_ACTIVE_RADIUS_SQ_M2)) err[0] = err[1] = err[2] = 0.0f;
+#endif
             UNROLL
             for (int i = 0; i < 3; i++)
                 integral[i] = clampf(INTEGRAL_DECAY * s_in[(ROW_POSITION_ERROR_INTEGRAL + i) * n + e] + INTEGRAL_DT_S * err[i],

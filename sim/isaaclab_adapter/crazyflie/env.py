@@ -148,8 +148,8 @@ class CrazyflieGotoEnv(DirectRLEnv):
         c = f.step
         integral = error_integral.integral_step(
             tuple(self._state[L.rows("position_error_integral")]),
-            error_integral.frame_error(tuple(self._rows("position_w")), tuple(self._rows("quat_wxyz")), tuple(self._rows("goal_w")),
-                                       c.integral_yaw_frame),
+            error_integral.integral_error(tuple(self._rows("position_w")), tuple(self._rows("quat_wxyz")), tuple(self._rows("goal_w")),
+                                          c.integral_yaw_frame, c.integral_active_radius_sq_m2),
             c.integral_decay, c.integral_dt_s, c.integral_limit_m_s)
         self._state[L.rows("position_error_integral")] = torch.stack(integral)
         self._touched.zero_()
