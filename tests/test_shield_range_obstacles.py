@@ -55,9 +55,12 @@ def test_config_is_checked(policy):
         Shield(_config(robot, sensors=["front", "sideways"]), robot, world, 1.0, action=policy.contract.action)
 
 
-def _fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None = None, time_s: float = 5.0):
+def _fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None = None, time_s: float = 5.0,
+                  any_bearing: bool = False):
     """A hostile planner drives the goto skill straight at a box the shield's world file does not hold
-    (the room is unmapped: the shield gets the fence only); one horizontal ranger faces the way it flies."""
+    (the room is unmapped: the shield gets the fence only); one horizontal ranger faces the way it flies.
+    ``any_bearing``: from a random direction at a random point of the box (a corner, an edge, a face) with a random
+    yaw, so the box often lies between two rangers' cones all the way in."""
     from sim.pybullet import PyBulletQuadrotorSim
     from sim.pybullet.ranging import PyBulletRangers, build_enclosure
 
@@ -80,6 +83,14 @@ def _fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | Non
     start[1 - axis] += float(rng.uniform(-0.3, 0.3)) * min(half[1 - axis], 0.2) / 0.3
     facing = int(rng.integers(4))                                   # front, back, left, right faces the travel
     yaw = math.atan2(toward[1], toward[0]) - (0.0, math.pi, math.pi / 2, -math.pi / 2)[facing]
+    if any_bearing:
+        corner = rng.uniform() < 0.5                                # a corner region half the time
+        spread = rng.uniform(0.0, 1.0, size=2) ** 0.2 * rng.choice([-1.0, 1.0], size=2) if corner else rng.uniform(-1.0, 1.0, size=2)
+        aim = centre + half * spread
+        bearing = rng.uniform(-math.pi, math.pi)
+        start = aim + (float(np.max(half)) + float(rng.uniform(1.2, 1.8))) * np.array([math.cos(bearing), math.sin(bearing)])
+        toward = (aim - start) / np.linalg.norm(aim - start)
+        yaw = float(rng.uniform(-math.pi, math.pi))
     z = 1.0
     start_w = np.array([start[0], start[1], z])
     lo, hi = np.array(unmapped.bounds.min), np.array(unmapped.bounds.max)
@@ -142,6 +153,17 @@ def test_the_range_source_stops_the_robot_before_an_unmapped_box(policy, units):
     runs = _runs(policy, units, 4, 100)
     assert not any(r["collided"] for r in runs), runs
     assert all(r["counts"].get("stop", 0) + r["counts"].get("slowdown", 0) > 0 for r in runs), runs
+
+
+def test_a_hostile_planner_from_any_bearing_never_reaches_the_box(policy):
+    """The hostile planner at a random point of the box (corners half the time) from a random direction with a random
+    yaw: the box is often between two rangers' cones on the way in (the direction-aware attempt that used each
+    ranger's axis alone hit it). Judged from PyBullet's contacts."""
+    runs = _runs(policy, ("range_obstacles",), 8, 300, any_bearing=True)
+    assert not any(r["collided"] for r in runs), [r for r in runs if r["collided"]]
+    assert all(r["counts"].get("stop", 0) > 0 for r in runs), runs
+    bare = _runs(policy, (), 8, 300, any_bearing=True)                # not vacuous: the same flights unshielded
+    assert sum(r["collided"] for r in bare) >= 4, bare
 
 
 def test_a_ranger_that_goes_silent_stops_the_robot(policy):

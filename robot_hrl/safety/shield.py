@@ -454,7 +454,8 @@ class Shield:
 
     def safe_position(self, p) -> list[float]:
         """``p`` brought inside the fence and altitude band (``backup.hold_inset_m`` further in, room
-        for the backup's own overshoot) and out of the obstacles' stop zones (each where its unit is listed)."""
+        for the backup's own overshoot) and out of the obstacles' stop zones (each where its unit is listed; the
+        range source's: :meth:`RangeObstacleUnit.hold_clear_of_hits`)."""
         g, a, o = self.unit("geofence"), self.unit("altitude"), self.unit("obstacles")
         d = self._hold_inset
         x, y, z = p[0], p[1], p[2]
@@ -483,6 +484,12 @@ class Shield:
                         y = face
                     else:
                         z = face
+        r = self.unit("range_obstacles")
+        if r is not None:  # off the remembered range hits too (no map), then back inside the fence
+            x, y = r.hold_clear_of_hits(x, y)
+            if g is not None:
+                x = min(max(x, g.x_lo + d), g.x_hi - d)
+                y = min(max(y, g.y_lo + d), g.y_hi - d)
         return [x, y, z]
 
     BLIND_CLEARANCE_M = 0.25

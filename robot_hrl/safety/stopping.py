@@ -35,6 +35,31 @@ class StoppingModel(Protocol):
         None when the command cannot be slowed that way (the unit then rejects it)."""
 
 
+class ApproachModel(Protocol):
+    """What a direction-aware obstacle unit (``range_obstacles``) asks a stopping model that offers it (optional:
+    :func:`travel_along` falls back to the stopping box)."""
+
+    def approach_travel_m(self, tick: Tick, n) -> float:
+        """How far the robot travels along the unit world direction ``n`` before it stands still under the tick's
+        command (the command for the reaction time, then the backup's braking); 0 when it moves away."""
+
+
+def travel_along(model: StoppingModel, tick: Tick, n) -> float:
+    """How far the robot can travel along the unit world direction ``n`` before it stands still (>= 0): the
+    model's own ``approach_travel_m`` where it has one (:class:`ApproachModel`: the quadrotor's), else the support
+    of the tick's stopping box in that direction (a box holds every point the robot can reach, so its farthest
+    corner along ``n`` bounds the travel: looser, never smaller)."""
+    own = getattr(model, "approach_travel_m", None)
+    if own is not None:
+        t = own(tick, n)
+        return t if t > 0.0 else 0.0
+    x0, x1, y0, y1, z0, z1, _ = tick_stopping_box(model, tick)
+    p = tick.p
+    t = (max(n[0] * (x0 - p[0]), n[0] * (x1 - p[0])) + max(n[1] * (y0 - p[1]), n[1] * (y1 - p[1]))
+         + max(n[2] * (z0 - p[2]), n[2] * (z1 - p[2])))
+    return t if t > 0.0 else 0.0
+
+
 def tick_stopping_box(model: StoppingModel, tick: Tick) -> tuple:
     """The tick's stopping box, computed once per tick and shared by the envelope units."""
     box = tick.stop_box

@@ -112,11 +112,31 @@ class RangeMemory:
             r = np.where(hit, r, 0.0)
             local = g.offsets_b[j][None] + r[:, None] * g.directions_b[j][None]    # (N, 3)
             point = p[:, :2] + np.einsum("nij,nj->ni", rot, local)[:, :2]
-            nearest = np.sqrt(((self.points_w - point[:, None]) ** 2).sum(-1)).min(axis=1)
-            write = hit & (nearest >= self.min_spacing_m)
-            slot = self.count % self.capacity
-            self.points_w[rows[write], slot[write]] = point[write]
-            self.count += write
+            self._write(rows, point, hit)
+
+    def add_points_w(self, points_w, hit) -> None:
+        """Remember world points directly: ``points_w`` (N, J, 2) horizontal, ``hit`` (N, J) which of them to keep;
+        written in order as :meth:`add` writes its sensors' hits (ring, ``min_spacing_m``). For a caller that computes
+        its own hit points (the shield's ``range_obstacles``: the points across each ranger's cone)."""
+        pts = np.asarray(points_w, dtype=np.float64).reshape(len(self.points_w), -1, 2)
+        ok = np.asarray(hit, dtype=bool).reshape(len(self.points_w), -1)
+        if not np.all(np.isfinite(pts[ok])):
+            raise ObservationError("the range memory got a non-finite point; the reading is not remembered")
+        rows = np.arange(len(self.points_w))
+        for j in range(pts.shape[1]):
+            self._write(rows, pts[:, j], ok[:, j])
+
+    def _write(self, rows, point, hit) -> None:
+        nearest = np.sqrt(((self.points_w - point[:, None]) ** 2).sum(-1)).min(axis=1)
+        write = hit & (nearest >= self.min_spacing_m)
+        slot = self.count % self.capacity
+        self.points_w[rows[write], slot[write]] = point[write]
+        self.count += write
+
+    def forget(self, mask) -> None:
+        """Forget the points where ``mask`` (N, capacity) is true (a ranger has since seen through them); their
+        slots lie empty until the ring comes round to them."""
+        self.points_w[np.asarray(mask, dtype=bool)] = FAR_M
 
     def sectors(self, position_w, quat_wxyz) -> np.ndarray:
         """(N, sectors): the nearest remembered point per sector around the robot, m (``range_m`` if none)."""

@@ -2,22 +2,45 @@
 
 The ``obstacles`` unit needs the world file's boxes. This one, as Nav2's collision monitor does with its
 ``range`` and ``scan`` sources (ros-navigation/navigation2, ``nav2_collision_monitor``: ``range.cpp``,
-``collision_monitor_node.cpp``), builds its picture each tick from the latest reading of every range sensor
-it is given, so a room nobody mapped is guarded too. Both units can be listed at once (each judges its own
-source; the most restrictive outcome wins, as for every unit).
+``collision_monitor_node.cpp``), builds its picture from the readings of the range sensors it is given, so a
+room nobody mapped is guarded too. Both units can be listed at once (each judges its own source; the most
+restrictive outcome wins, as for every unit).
 
-* Each fresh reading that hit something (``min_range_m <= r < max_range_m``, finite) becomes points on an
-  arc at range ``r`` across the sensor's field of view, ``obstacles_angle_rad`` apart (Nav2's range
-  source puts its points on that arc the same way), in the body frame, then in the world frame with the
-  tick's attitude. Distances are clearances: from the robot's centre to a point, minus the collision radius.
-* ``stop``: a point's clearance below ``stop_distance_m`` and the robot moving toward it: rejected, the
-  backup holds (moving away is allowed, so the robot can leave the zone).
-* ``slowdown``: a point's clearance below ``slowdown_distance_m``: the speed limit becomes
-  ``slowdown_ratio`` times the robot's, enforced by the family's stopping model exactly as the
-  ``obstacles`` unit does (a clamp; rejected when the clamp cannot hold it).
+**The picture: a memory of hits, cone by cone.** A single-zone ranger reports the nearest target anywhere in
+its cone, so a reading ``r`` that hit something (``min_range_m <= r < memory_range_m``) becomes points on an arc
+at range ``r`` across the cone, ``obstacles_angle_rad`` apart (Nav2's range source puts its points on that arc
+the same way), in the world frame with the attitude of the tick that takes the reading in (hits on the floor or
+the ceiling, from a tilted ranger, are left to the altitude unit). The points go into a
+:class:`robot_hrl.sensing.memory.RangeMemory` (the navigate level's memory, ``memory_capacity`` points, one
+within ``memory_spacing_m`` of a kept one is not added): a surface seen before is still there when it falls
+between the rangers' cones. A reading also clears: kept points inside the inner part of its cone (``0.8`` of the
+half angle) nearer than the reading by ``clear_margin_m`` are forgotten (it sees through them; a level ranger only).
+The memory lives in the world frame; it is as good as the odometry.
+
+**The rule: approach, not presence** (Nav2's collision monitor's approach behaviour: only the velocity toward
+an obstacle is limited). Points are vertical lines (clearances and directions horizontal). For a point at
+distance ``rho`` in the horizontal direction ``n``, the family's stopping model gives the travel along ``n``
+before the robot stands still under the tick's command (:func:`robot_hrl.safety.stopping.travel_along`: the
+command for the reaction time, then the backup's braking), so ``rho - travel`` bounds the distance from that
+point to everywhere the robot can be before it stops. Clearances are distances minus the collision radius.
+
+* ``stop``: every point's clearance after the stop must stay at least ``required``, else the command is rejected
+  (the backup holds). With ``now`` the clearance of the nearest point now: ``required = stop_distance_m`` while
+  ``now`` is larger; inside the stop zone ``required = min_clearance_m + approach_keep_fraction (now -
+  min_clearance_m)`` (the approach slows as the clearance shrinks and never reaches ``min_clearance_m``); below
+  ``min_clearance_m``, ``required = now`` (only moving away). Motion along a wall or away from it passes: its
+  travel toward the wall's points is (about) nothing, while the old rule held the robot whenever it moved toward
+  any point of an arc (sliding along a wall included).
+* ``slowdown``: a point within ``slowdown_distance_m`` of clearance toward which the robot moves faster than
+  ``slowdown_ratio`` times the robot's speed limit: the family's stopping model lowers the command's speed, as
+  the ``obstacles`` unit's slowdown does (a clamp). When it cannot, the command goes on to the stop rule, which
+  already keeps the robot able to stop.
 * ``source_timeout``: a listed sensor whose latest reading is older than ``source_timeout_s`` (or that
   never reported) makes the unit reject, as Nav2's collision monitor stops the robot on a stale source
   (navigation2 PR #3880, "Add a watchdog mechanism"). ``source_timeout_s: 0`` turns the check off.
+
+What it cannot see: an obstacle that was never inside any cone (a thin pillar met straight on along a bearing
+between two rangers' cones) is not in the picture; docs/safety.md says so.
 
 The node that owns the shield hands readings in with :meth:`RangeObstacleUnit.update` (a
 ``sensor_msgs/Range`` each: the sensor's name, the range, the stamp).
@@ -27,25 +50,51 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_hrl.errors import ConfigError, ObservationError
+from robot_hrl.safety.stopping import tick_stopping_box, travel_along
 from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
+
+CLEAR_CONE_FRACTION = 1.0
+"""A reading clears kept points inside this fraction of its cone's half angle (its edge is left alone: a target
+just outside the cone must not be forgotten because the cone grazes it)."""
+LEVEL_SIN = math.sin(math.radians(10.0))
+"""A ranger clears only while its axis is within 10 degrees of level (a tilted cone passes over or under
+what a level one saw)."""
+SURFACE_BAND_M = 0.1
+"""A hit this close to the world's floor or ceiling is the floor or the ceiling (the altitude unit's)."""
 
 
 class RangeObstaclesCfg(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     sensors: tuple[str, ...] = Field(min_length=1, description="the robot's rangers that feed the zones (robot_hrl.sensing)")
-    stop_distance_m: float = Field(ge=0.0)
+    stop_distance_m: float = Field(ge=0.0, description="clearance the stopping path keeps from every remembered point")
     slowdown_distance_m: float = Field(ge=0.0)
     slowdown_ratio: float = Field(gt=0.0, le=1.0)
     source_timeout_s: float = Field(ge=0.0, description="a sensor silent this long makes the unit reject (0: off)")
     obstacles_angle_rad: float = Field(gt=0.0, le=math.pi, description="spacing of the points on a reading's arc")
+    min_clearance_m: float = Field(ge=0.0, description="inside the stop zone the approach never brings the stopping path this close")
+    approach_keep_fraction: float = Field(ge=0.0, le=1.0, description="inside the stop zone the stopping path keeps this fraction "
+                                                                      "of the clearance beyond min_clearance_m")
+    memory_range_m: float = Field(gt=0.0, description="hits at most this far are remembered")
+    memory_capacity: int = Field(ge=1, description="points remembered (a ring: the oldest goes first)")
+    memory_spacing_m: float = Field(ge=0.0, description="a hit this close to a remembered point is not added (it renews that one)")
+    memory_age_s: float = Field(gt=0.0, description="a remembered point seen from one place only is forgotten when not seen "
+                                                    "again for this long")
+    confirm_angle_rad: float = Field(ge=0.0, le=math.pi, description="a point seen again along a line of sight this far "
+                                                                     "turned from the first is confirmed (kept until a "
+                                                                     "ranger sees through it)")
+    clear_margin_m: float = Field(ge=0.0, description="a reading forgets points in its cone nearer than it by this much")
 
     @model_validator(mode="after")
     def _ordered(self) -> "RangeObstaclesCfg":
         if self.slowdown_distance_m < self.stop_distance_m:
             raise ValueError(f"range_obstacles.slowdown_distance_m ({self.slowdown_distance_m}) must be >= "
+                             f"range_obstacles.stop_distance_m ({self.stop_distance_m})")
+        if self.min_clearance_m > self.stop_distance_m:
+            raise ValueError(f"range_obstacles.min_clearance_m ({self.min_clearance_m}) must be <= "
                              f"range_obstacles.stop_distance_m ({self.stop_distance_m})")
         return self
 
@@ -71,7 +120,7 @@ def _arc_b(spec, angle_step: float) -> tuple[tuple[float, float, float], ...]:
 class RangeObstacleUnit(ShieldUnit):
     name = "range_obstacles"
     constraints = ("stop", "slowdown", "source_timeout")
-    description = "stop and slowdown zones from the live range sensors (no map)"
+    description = "stop and slowdown zones from the live range sensors and a memory of their hits (no map)"
     stage = "envelope"
     section = "range_obstacles"
     config_model = RangeObstaclesCfg
@@ -80,10 +129,12 @@ class RangeObstacleUnit(ShieldUnit):
     def build(cls, ctx: ShieldContext) -> "RangeObstacleUnit":
         from robot_hrl.sensing import robot_range_sensors
 
-        return cls(ctx.config, ctx.model, robot_range_sensors(ctx.robot))
+        return cls(ctx.config, ctx.model, robot_range_sensors(ctx.robot), ctx.world)
 
-    def __init__(self, cfg, model, sensors):
+    def __init__(self, cfg, model, sensors, world=None):
         super().__init__()
+        from robot_hrl.sensing.memory import MemoryGeometry, RangeMemory
+
         o = cfg.range_obstacles
         by_name = {s.name: s for s in sensors}
         missing = [n for n in o.sensors if n not in by_name]
@@ -93,26 +144,51 @@ class RangeObstacleUnit(ShieldUnit):
         self.m = model
         self.specs = tuple(by_name[n] for n in o.sensors)
         self.index = {n: i for i, n in enumerate(o.sensors)}
-        self.arcs = tuple(_arc_b(s, o.obstacles_angle_rad) for s in self.specs)
+        self.arcs = tuple(np.array(_arc_b(s, o.obstacles_angle_rad)) for s in self.specs)
+        self.angle_step = o.obstacles_angle_rad
         self.radius = model.collision_radius_m
-        self.stop_m = self.radius + o.stop_distance_m
-        self.slow_m = self.radius + o.slowdown_distance_m
+        self.stop_distance_m = o.stop_distance_m
+        self.min_clearance_m = o.min_clearance_m
+        self.keep = o.approach_keep_fraction
+        self.slowdown_distance_m = o.slowdown_distance_m
         self.slow_speed = o.slowdown_ratio * model.max_speed_mps
         self.speed_h = model.speed_horizon_s
         self.timeout = o.source_timeout_s
-        self.range_m = [math.nan] * len(self.specs)
-        self.stamp_s = [-math.inf] * len(self.specs)
+        self.memory_range_m = o.memory_range_m
+        self.clear_margin_m = o.clear_margin_m
+        self.clear_cos = tuple(math.cos(CLEAR_CONE_FRACTION * 0.5 * s.field_of_view_rad) for s in self.specs)
+        self.memory = RangeMemory(MemoryGeometry.of(o.sensors, self.specs), o.memory_capacity, o.memory_spacing_m, 1,
+                                  o.memory_range_m)
+        """The world-frame hits (robot_hrl.sensing.memory; its points are the unit's picture)."""
+        self.memory_age_s = o.memory_age_s
+        self.renew_m = max(o.memory_spacing_m, 1e-3)
+        self.confirm_cos = math.cos(o.confirm_angle_rad)
+        self.seen_s = np.full(o.memory_capacity, -math.inf)
+        """When each slot of the memory's ring was last seen (written or renewed), s."""
+        self.origin_w = np.zeros((o.memory_capacity, 2))
+        """Where the ranger was that first saw each slot's point (world, horizontal), m."""
+        self.confirmed = np.zeros(o.memory_capacity, dtype=bool)
+        """Seen again along a line of sight ``confirm_angle_rad`` turned from the first one: a target (two arcs cross
+        there), not one of the places a single arc left open (those move with the ranger)."""
+        bounds = getattr(world, "bounds", None)
+        self.floor_z = float(bounds.min[2]) + SURFACE_BAND_M if bounds is not None else -math.inf
+        self.ceiling_z = float(bounds.max[2]) - SURFACE_BAND_M if bounds is not None else math.inf
+        self.reset()
 
     def reset(self) -> None:
         self.range_m = [math.nan] * len(self.specs)
         self.stamp_s = [-math.inf] * len(self.specs)
+        self.fresh = [False] * len(self.specs)
+        self.memory.reset()
+        self.seen_s[:] = -math.inf
+        self.confirmed[:] = False
 
     def update(self, sensor: str, range_m: float, stamp_s: float) -> bool:
         """The latest reading of ``sensor`` (a sensor_msgs/Range), REP 117's way: +inf (or anything at or beyond
         ``max_range_m``) is no target; -inf (or anything below ``min_range_m``) a target too close to measure,
         kept as one at ``min_range_m``. False (and ignored) for a sensor the unit does not listen to.
         ObservationError (the reading is dropped: the sensor goes stale, and ``source_timeout`` acts) for a NaN or
-        negative range or a non-finite stamp."""
+        negative range or a non-finite stamp. The next tick with a measured state takes it into the memory."""
         i = self.index.get(sensor)
         if i is None:
             return False
@@ -129,20 +205,59 @@ class RangeObstacleUnit(ShieldUnit):
             r = math.inf
         self.range_m[i] = r
         self.stamp_s[i] = t
+        self.fresh[i] = True
         return True
 
-    def _points_w(self, tick: Tick):
-        r, p = tick.r, tick.p
-        for spec, arc, dist in zip(self.specs, self.arcs, self.range_m):
-            if not (math.isfinite(dist) and spec.min_range_m <= dist < spec.max_range_m):
+    # ---- the picture ----------------------------------------------------------------------------
+    def _take_in(self, tick: Tick) -> None:
+        """Every fresh reading into the memory, with this tick's pose: first what it sees through, then its hits."""
+        rot = np.array(tick.r, dtype=np.float64).reshape(3, 3)
+        p = np.array(tick.p, dtype=np.float64)
+        mem = self.memory
+        stale = ~self.confirmed & (self.seen_s < tick.now - self.memory_age_s)
+        body = mem.points_w[0] - p[:2]
+        stale |= (body * body).sum(-1) < self.radius * self.radius   # where the robot has got to, nothing was (this
+        if stale.any():                                               # tick's own readings may put a contact back)
+            mem.forget(stale[None])
+            self.seen_s[stale] = math.inf                              # an empty slot
+        for i, spec in enumerate(self.specs):
+            if not self.fresh[i]:
                 continue
-            ox, oy, oz = spec.offset_b
-            for dx, dy, dz in arc:
-                bx, by, bz = ox + dist * dx, oy + dist * dy, oz + dist * dz
-                yield (p[0] + r[0] * bx + r[1] * by + r[2] * bz,
-                       p[1] + r[3] * bx + r[4] * by + r[5] * bz,
-                       p[2] + r[6] * bx + r[7] * by + r[8] * bz)
+            self.fresh[i] = False
+            r = self.range_m[i]
+            origin = p + rot @ np.asarray(spec.offset_b)
+            axis = rot @ np.asarray(spec.direction_b)
+            horizontal = math.hypot(axis[0], axis[1])
+            if abs(axis[2]) < LEVEL_SIN and horizontal > 0.0:
+                reach = (spec.max_range_m if math.isinf(r) else r) - self.clear_margin_m
+                rel = mem.points_w[0] - origin[:2]
+                dist = np.sqrt((rel * rel).sum(-1))
+                along = (rel[:, 0] * axis[0] + rel[:, 1] * axis[1]) / horizontal
+                seen_through = (dist < reach) & (along >= self.clear_cos[i] * dist)
+                if seen_through.any():
+                    mem.forget(seen_through[None])
+            if not r < self.memory_range_m:
+                continue
+            points = origin + r * (self.arcs[i] @ rot.T)                                  # (J, 3)
+            keep = (points[:, 2] > self.floor_z) & (points[:, 2] < self.ceiling_z)
+            if keep.any():
+                hits = points[keep, :2]
+                gap = mem.points_w[0][None] - hits[:, None]
+                renew = max(self.renew_m, 0.5 * r * self.angle_step)                     # half the arc's spacing
+                renewed = ((gap * gap).sum(-1) < renew * renew).any(0)
+                self.seen_s[renewed] = tick.now                                             # seen again
+                at = mem.points_w[0][renewed]
+                first, again = self.origin_w[renewed] - at, origin[:2] - at
+                cos = (first * again).sum(-1) / np.maximum(np.sqrt((first * first).sum(-1) * (again * again).sum(-1)), 1e-12)
+                self.confirmed[renewed] |= cos <= self.confirm_cos
+                before = int(mem.count[0])
+                mem.add_points_w(points[None, :, :2], keep[None])
+                written = np.arange(before, int(mem.count[0])) % len(self.seen_s)
+                self.seen_s[written] = tick.now
+                self.origin_w[written] = origin[:2]
+                self.confirmed[written] = False
 
+    # ---- the rules --------------------------------------------------------------------------------
     def check(self, tick: Tick) -> None:
         self.begin()
         if not tick.has_state:
@@ -153,19 +268,76 @@ class RangeObstacleUnit(ShieldUnit):
                     age = "no reading yet" if stamp == -math.inf else f"last reading {tick.now - stamp:.3f} s old"
                     tick.reject(self, "source_timeout", f"range sensor {spec.name!r}: {age} (> {self.timeout} s)")
                     return
+        if any(self.fresh):
+            self._take_in(tick)
         p, v = tick.p, tick.v
-        nearest, toward = math.inf, False
-        for q in self._points_w(tick):
-            dx, dy, dz = q[0] - p[0], q[1] - p[1], q[2] - p[2]
-            d = math.sqrt(dx * dx + dy * dy + dz * dz)
-            if d < nearest:
-                nearest = d
-            if d < self.stop_m and dx * v[0] + dy * v[1] + dz * v[2] > 0.0:
-                toward = True
-        if toward:
-            tick.reject(self, "stop", f"a range reading within {self.stop_m - self.radius:.2f} m of clearance, moving toward it")
+        rel = self.memory.points_w[0] - (p[0], p[1])
+        dist = np.sqrt((rel * rel).sum(-1))
+        radius = self.radius
+        now = float(dist.min()) - radius
+        if now >= self.slowdown_distance_m and now >= self.stop_distance_m + self._reach(tick):
             return
-        if nearest >= self.slow_m:
+        if now <= self.min_clearance_m:
+            required = now
+        else:
+            required = min(self.stop_distance_m, self.min_clearance_m + self.keep * (now - self.min_clearance_m))
+        # every point the stopping path could bring inside the required clearance, nearest first
+        near = np.flatnonzero(dist < radius + required + self._reach(tick))
+        m = self.m
+        for k in near[np.argsort(dist[near])].tolist():
+            rho = float(dist[k])
+            if rho < 1e-6:
+                n = (v[0], v[1], 0.0)  # at the point itself: any motion approaches it
+                s = math.hypot(v[0], v[1])
+                n = (n[0] / s, n[1] / s, 0.0) if s > 0.0 else (1.0, 0.0, 0.0)
+            else:
+                n = (float(rel[k, 0]) / rho, float(rel[k, 1]) / rho, 0.0)
+            travel = travel_along(m, tick, n)
+            after = rho - travel - radius
+            if after < required - 1e-9:
+                tick.reject(self, "stop", f"a remembered range hit {rho - radius:.3f} m of clearance away (nearest "
+                                          f"{now:.3f} m); stopping travel toward it {travel:.3f} m would leave "
+                                          f"{after:.3f} m < {required:.3f} m")
+                return
+        self._slowdown(tick, rel, dist, now)
+
+    HOLD_PUSH_MAX_M = 0.25
+    """The hold target moves at most this far off the remembered hits (:meth:`hold_clear_of_hits`)."""
+
+    def hold_clear_of_hits(self, x: float, y: float) -> tuple[float, float]:
+        """Where the backup holds instead of ``(x, y)``: away from the nearest remembered hits until every one is
+        at least halfway between ``min_clearance_m`` and ``stop_distance_m`` of clearance, by at most
+        ``HOLD_PUSH_MAX_M``. A robot held at the edge of what the rule allows would stay there: from the pushed
+        target the policy can pass beside the hit instead of being held against it (the shield's safe_position)."""
+        pts = self.memory.points_w[0]
+        keep = self.radius + 0.5 * (self.min_clearance_m + self.stop_distance_m)
+        budget = self.HOLD_PUSH_MAX_M
+        for _ in range(4):
+            rel = np.array([x, y]) - pts
+            dist = np.sqrt((rel * rel).sum(-1))
+            k = int(np.argmin(dist))
+            short = keep - float(dist[k])
+            if short <= 1e-6 or budget <= 1e-6 or dist[k] < 1e-6:
+                break
+            step = min(short, budget)
+            x, y = x + step * float(rel[k, 0]) / float(dist[k]), y + step * float(rel[k, 1]) / float(dist[k])
+            budget -= step
+        return x, y
+
+    def _reach(self, tick: Tick) -> float:
+        """How far (horizontally) the robot can get before it stands still: the stopping box's farthest corner."""
+        x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
+        p = tick.p
+        return math.hypot(max(x1 - p[0], p[0] - x0), max(y1 - p[1], p[1] - y0))
+
+    def _slowdown(self, tick: Tick, rel, dist, now: float) -> None:
+        if now >= self.slowdown_distance_m:
+            return
+        v = tick.v
+        inside = np.flatnonzero(dist < self.radius + self.slowdown_distance_m)
+        d = np.maximum(dist[inside], 1e-9)
+        toward = float(((rel[inside, 0] * v[0] + rel[inside, 1] * v[1]) / d).max())
+        if toward <= self.slow_speed:
             return
         speed = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
         vh = self.m.predicted_speed(tick, self.speed_h)
@@ -173,11 +345,9 @@ class RangeObstacleUnit(ShieldUnit):
             before = tuple(tick.cmd)
             slowed = self.m.slowdown(tick, self.speed_h, self.slow_speed)
             if slowed is None:
-                tick.reject(self, "slowdown", f"predicted speed {vh:.2f} m/s > {self.slow_speed:.2f} m/s, a range reading "
-                                              f"{nearest - self.radius:.2f} m away")
-                return
+                return  # the stop rule already keeps the robot able to stop before every point
             cmd, change = slowed
             tick.cmd[:] = cmd
             tick.record(self, "slowdown", before, tuple(tick.cmd),
-                        detail=f"{change}: predicted speed {vh:.2f} -> {self.slow_speed:.2f} m/s, a range reading "
-                               f"{nearest - self.radius:.2f} m away")
+                        detail=f"{change}: {toward:.2f} m/s toward a range hit {now:.2f} m of clearance away "
+                               f"(limit {self.slow_speed:.2f} m/s)")

@@ -162,6 +162,41 @@ class DynamicsModel:
         cmd = tick.cmd
         return [thrust, cmd[1], cmd[2], cmd[3]], f"thrust {cmd[0]:.3f} -> {thrust:.3f} N"
 
+    def approach_travel_m(self, tick, n) -> float:
+        """How far the robot travels along the unit world direction ``n`` before it stands still, if the tick's
+        command acts for the reaction time and the backup then brakes (:meth:`stopping_distance` along ``n``;
+        the direction-aware obstacle rule of ``range_obstacles``, robot_hrl.safety.stopping.travel_along).
+
+        Speed along ``n``: ``v.n``; acceleration along ``n``: the worst of the commanded and the estimated thrust
+        along body z now or along the axis the body rates carry it to (:func:`thrust_axes`, as :func:`stopping_box`),
+        with gravity. A horizontal-ish ``n`` brakes with the horizontal deceleration in the plane of the velocity
+        after the reaction time, a vertical one as the stopping box does. 0 when the robot moves away from ``n``
+        and the command does not turn it around within the reaction time; the command's own turning point when it
+        does (``v.n^2 / 2|a.n|``: the formula's travel at the end of the reaction time would miss that peak)."""
+        v = tick.v
+        nx, ny, nz = n[0], n[1], n[2]
+        vn = v[0] * nx + v[1] * ny + v[2] * nz
+        c, d = thrust_axes(self, tick.r, tick.w)
+        cmd, est = tick.cmd[0], tick.est[0]
+        an, best = -math.inf, c
+        for axis in (c, d):
+            along = axis[0] * nx + axis[1] * ny + axis[2] * nz
+            for thrust in (cmd, est):
+                a = thrust / self.mass * along
+                if a > an:
+                    an, best = a, axis
+        an -= self.g * nz
+        t = self.reaction_time if nz <= 0.0 or abs(nz) < 0.7 else self.vertical_reaction_time
+        if vn > 0.0 and an < 0.0 and vn + an * t <= 0.0:  # the command itself turns it around: its peak
+            return vn * vn / (-2.0 * an)
+        if abs(nz) < 0.7:  # (about) horizontal: the tilt brakes, in the plane of the velocity after the reaction time
+            acc = (cmd if cmd > est else est) / self.mass
+            px, py = v[0] + acc * best[0] * t, v[1] + acc * best[1] * t
+            return self.stopping_distance(vn, an, math.sqrt(px * px + py * py), self.brake_horizontal, t)
+        if nz > 0.0:  # a climb: less thrust brakes it
+            return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time)
+        return self.stopping_distance(vn, an, 0.0, self.brake_up, self.reaction_time)
+
     # ---- stopping distance ----------------------------------------------------------------
     def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None) -> float:
         """Travel along a direction with speed ``v`` and acceleration ``a`` (both along it)
@@ -181,6 +216,19 @@ class DynamicsModel:
         return s_r + v1 * speed_plane / (2.0 * brake)
 
 
+def thrust_axes(m: DynamicsModel, r, w) -> tuple[tuple, tuple]:
+    """(body z now, body z once the body rates are stopped: the motor lag, then ``m.tilt_alpha``), world frame:
+    the two thrust axes the stopping predictions take the worst of."""
+    w0, w1 = w[0], w[1]
+    tp = m.tilt_lag + math.sqrt(w0 * w0 + w1 * w1) / (2.0 * m.tilt_alpha)
+    c = (r[2], r[5], r[8])
+    qx = r[2] + tp * (w1 * r[0] - w0 * r[1])
+    qy = r[5] + tp * (w1 * r[3] - w0 * r[4])
+    qz = r[8] + tp * (w1 * r[6] - w0 * r[7])
+    n = math.sqrt(qx * qx + qy * qy + qz * qz)
+    return c, (qx / n, qy / n, qz / n)
+
+
 def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float) -> tuple:
     """(x0, x1, y0, y1, z0, z1, z1c): the box the robot stays in until it stands still.
 
@@ -197,14 +245,7 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     strong, weak = (thrust_a, thrust_b) if thrust_a > thrust_b else (thrust_b, thrust_a)
     strong /= m.mass
     weak /= m.mass
-    w0, w1 = w[0], w[1]
-    tp = m.tilt_lag + math.sqrt(w0 * w0 + w1 * w1) / (2.0 * m.tilt_alpha)
-    c = (r[2], r[5], r[8])
-    qx = r[2] + tp * (w1 * r[0] - w0 * r[1])
-    qy = r[5] + tp * (w1 * r[3] - w0 * r[4])
-    qz = r[8] + tp * (w1 * r[6] - w0 * r[7])
-    n = math.sqrt(qx * qx + qy * qy + qz * qz)
-    d = (qx / n, qy / n, qz / n)
+    c, d = thrust_axes(m, r, w)
     lo = [0.0, 0.0, 0.0]
     hi = [0.0, 0.0, 0.0]
     for i in range(3):
