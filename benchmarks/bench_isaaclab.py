@@ -91,6 +91,14 @@ EVAL_GOTO = {"curriculum": {"enabled": False}, "randomization": {"motor_time_con
 """The evaluation distribution of crazyflie-goto (sim/train.py's evaluation env cfg)."""
 
 
+def eval_goto_for(contract) -> dict:
+    """``EVAL_GOTO`` with the model's own position error integral (the shipped model observes one, issue 17)."""
+    integral = next((t.integral for t in contract.observations if t.integral is not None), None)
+    command = {"observe_error_integral": integral is not None,
+               "error_integral": None if integral is None else integral.model_dump()}
+    return {**EVAL_GOTO, "command": command}
+
+
 def measure_project(num_envs: int, seconds: float, backend: str, seed: int = 0) -> dict:
     """Env steps per second of the project's ``crazyflie-goto`` (GotoEnv) with ``backend`` (eager or native)."""
     import torch
@@ -130,7 +138,7 @@ def sim2sim(num_episodes: int, num_envs: int, which: str, seed: int = 21) -> dic
         from sim.isaaclab_adapter.evaluator import evaluate_isaaclab
         from sim.tasks import make_env
 
-        env = make_env(CRAZYFLIE_TASK, num_envs=num_envs, device="cpu", cfg={"goto": EVAL_GOTO}, seed=seed)
+        env = make_env(CRAZYFLIE_TASK, num_envs=num_envs, device="cpu", cfg={"goto": eval_goto_for(policy.contract)}, seed=seed)
         try:
             r = evaluate_isaaclab(env, lambda obs: torch.from_numpy(policy.infer(obs["policy"].numpy())), num_episodes, progress=True)
         finally:
@@ -141,7 +149,7 @@ def sim2sim(num_episodes: int, num_envs: int, which: str, seed: int = 21) -> dic
         from sim.envs.goto_env_cfg import GotoEnvCfg
         from sim.evaluation import evaluate
 
-        env = GotoEnv(GotoEnvCfg.from_dict(EVAL_GOTO), num_envs=num_envs, device="cpu", seed=seed)
+        env = GotoEnv(GotoEnvCfg.from_dict(eval_goto_for(policy.contract)), num_envs=num_envs, device="cpu", seed=seed)
         r = evaluate(env, lambda obs: torch.from_numpy(policy.infer(obs.numpy())), num_episodes)
         out = {"success_rate": r["success_rate"], "mean_final_position_error_m": r["mean_final_position_error_m"]}
     return {"sim": which, "num_episodes": r["num_episodes"], **out, "wall_s": time.perf_counter() - t0,

@@ -73,10 +73,12 @@ def test_the_target_mode_defaults_to_the_modes_first_and_is_checked():
 
 def test_the_shipped_contract_json_is_unchanged():
     """The registry changed no byte of what a model carries (schema_version 1, same JSON)."""
+    from robot_hrl.contract import GOTO_ERROR_INTEGRAL
     from robot_hrl.runtime import read_model_metadata
 
     shipped = read_model_metadata(REPO / "models" / "crazyflie_goto.onnx")["robot_hrl.contract"]
-    assert goto_contract(CRAZYFLIE).to_json() == shipped
+    # (the shipped model observes the position error's gated integral since issue 17's no-sag model)
+    assert goto_contract(CRAZYFLIE, error_integral=GOTO_ERROR_INTEGRAL).to_json() == shipped
     # (the firmware chain, issue 17: THRUST2TORQUE 0.00699 and the 31.5 g nominal mass changed the hash; schema_version 1
     # with the optional firmware field)
     assert CRAZYFLIE.params_sha256() == "98e1bea1e7c0b890b15fce917708c2cb8a50dd8706b5825ad1f0d43e8aff90b5"

@@ -105,6 +105,18 @@ def test_budget_flags_via_cli(model_path, tmp_path, capsys):
     assert "must be positive" in capsys.readouterr().err
 
 
+@needs_arm
+def test_export_c_with_a_relative_out_builds_and_measures(model_path, tmp_path, monkeypatch, capsys):
+    """`robot-hrl export-c --out <relative dir>`: gcc runs in the size build folder, so every path it gets must be
+    absolute (was: `arm-none-eabi-gcc failed on policy_model.c: ... No such file`)."""
+    model = model_path.resolve()
+    monkeypatch.chdir(tmp_path)
+    assert main(["export-c", str(model), "--out", "build/cf_rel", "--parity-samples", "200"]) == 0, capsys.readouterr().err
+    report = json.loads((tmp_path / "build" / "cf_rel" / "report.json").read_text())
+    assert report["size"]["flash"] > 0 and report["parity_max_abs"] <= 1e-4
+    assert (tmp_path / "build" / "cf_rel" / "build_size" / "policy_model.o").is_file()
+
+
 def test_missing_arm_toolchain_is_a_clear_error(model_path, tmp_path, monkeypatch):
     from deploy.crazyflie.errors import ToolchainError
 

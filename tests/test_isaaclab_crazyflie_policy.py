@@ -29,7 +29,10 @@ def test_the_shipped_policy_flies_the_isaaclab_task():
     from sim.tasks import make_env
 
     policy = OnnxPolicy(REPO / "models" / "crazyflie_goto.onnx", provider="cpu")
-    env = make_env(TASK, num_envs=EPISODES, device="cpu", cfg={"goto": EVAL}, seed=21)
+    integral = next((t.integral for t in policy.contract.observations if t.integral is not None), None)
+    command = {"observe_error_integral": integral is not None, "error_integral": None if integral is None else integral.model_dump()}
+    env = make_env(TASK, num_envs=EPISODES, device="cpu", cfg={"goto": {**EVAL, "command": command}}, seed=21)  # the model's integral
+    assert env.unwrapped.contract == policy.contract  # the task observes what the model takes (25 terms: the integral)
     try:
         result = evaluate_isaaclab(env, lambda obs: torch.from_numpy(policy.infer(obs["policy"].numpy())), EPISODES)
     finally:

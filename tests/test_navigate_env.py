@@ -109,7 +109,8 @@ def test_skill_observation_reuse_equals_the_contract_build(env):
     built = goto_terms.compute_observation(low.terms, {"position_w": low.env.position_w, "quat_wxyz": low.env.quat_wxyz,
                                                       "linear_velocity_w": low.env.linear_velocity_w,
                                                       "angular_velocity_b": low.env.angular_velocity_b,
-                                                      "subgoal_w": env.subgoal_w, "last_action": low.skill_last_action})
+                                                      "subgoal_w": env.subgoal_w, "last_action": low.skill_last_action,
+                                                      "position_error_integral": low.env.position_error_integral})
     np.testing.assert_allclose(reused.numpy(), built.numpy(), atol=1e-5)
 
 

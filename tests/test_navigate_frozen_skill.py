@@ -49,5 +49,6 @@ def test_refusals(tmp_path, repo_root):
     with pytest.raises(ModelLoadError, match="'Softplus'"):
         FrozenSkill(tmp_path / "softplus.onnx")
     skill = FrozenSkill(repo_root / MODEL)
-    with pytest.raises(ValueError, match="takes 22 observations"):
-        skill(torch.zeros(3, 21))
+    n = skill.contract.observation_size  # 25: the shipped skill observes the position error's integral (issue 17)
+    with pytest.raises(ValueError, match=f"takes {n} observations"):
+        skill(torch.zeros(3, n - 1))

@@ -1,7 +1,7 @@
 """sim/agents/warm_start.py: an exported actor back into a training checkpoint, exported again, flies the same.
 
-A tiny run of sim/train.py gives the template checkpoint (the current env's critic and optimizer); the shipped
-model's actor goes into it; deploy/export.py writes it out again with the current contract. On observations
+A tiny run of sim/train.py gives the template checkpoint (the current env's critic and optimizer; it observes
+the position error's integral as the shipped contract does); the shipped model's actor goes into it; deploy/export.py writes it out again with the current contract. On observations
 where the shipped model's output is not clipped, the re-export gives the same actions, its torque_z rescaled
 from the model's own bound to the current contract's (the wrench commanded is the same).
 """
@@ -33,7 +33,7 @@ def test_an_exported_actor_warm_starts_a_run_and_exports_to_the_same_wrench(tmp_
 
     run = tmp_path / "tiny"
     assert train_main(["--num-envs", "8", "--max-iterations", "1", "--eval-episodes", "4", "--no-progress", "--seed", "3",
-                       "--run-dir", str(run)]) == 0
+                       "--run-dir", str(run), "--env-cfg", '{"command": {"observe_error_integral": true}}']) == 0
     template = sorted(run.glob("model_*.pt"))[0]
     source = REPO / "models" / "crazyflie_goto.onnx"
     warm = tmp_path / "warm"
@@ -71,17 +71,23 @@ def test_an_actor_of_another_shape_is_refused(tmp_path):
 def test_new_observation_terms_start_at_zero_or_at_the_chosen_integral_gains(tmp_path):
     """A run that also observes the position error's integral: zero weights give the exported actions exactly (the
     integral is ignored); gains make the integral's column the error's column times the gain (so the policy sees
-    e + c I), and the first layer's other weights stay the exported ones."""
+    e + c I), and the first layer's other weights stay the exported ones. The source is an exported actor without
+    the integral (a tiny run's: the shipped model already observes it)."""
     import torch
 
     from deploy.export import main as export_main
 
+    plain = tmp_path / "plain"
+    assert train_main(["--num-envs", "8", "--max-iterations", "1", "--eval-episodes", "4", "--no-progress", "--seed", "5",
+                       "--run-dir", str(plain)]) == 0
+    assert export_main([str(plain), "--out", str(tmp_path / "plain.onnx"), "-q"]) == 0
     run = tmp_path / "tiny"
     assert train_main(["--num-envs", "8", "--max-iterations", "1", "--eval-episodes", "4", "--no-progress", "--seed", "3",
                        "--run-dir", str(run), "--env-cfg", '{"command": {"observe_error_integral": true}}']) == 0
     template = sorted(run.glob("model_*.pt"))[0]
-    source = REPO / "models" / "crazyflie_goto.onnx"
+    source = tmp_path / "plain.onnx"
     old, old_contract = _session(source)
+    assert not any(t.integral for t in old_contract.observations)
     obs = np.random.default_rng(1).normal(0.0, 0.3, (256, old_contract.observation_size)).astype(np.float32)
     for name, gains in (("zero", (0.0, 0.0)), ("gains", (3.0, 1.0))):
         warm = tmp_path / name

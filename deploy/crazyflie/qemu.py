@@ -136,7 +136,7 @@ def run_on_qemu(project: GeneratedProject, observations: np.ndarray, state_rows:
     qemu = shutil.which(QEMU)
     if qemu is None:
         raise ToolchainError(f"{QEMU} is not installed (Debian/Ubuntu: apt-get install qemu-system-arm)")
-    build = Path(build_dir)
+    build = Path(build_dir).resolve()  # QEMU runs in it: -kernel and the files must not be relative to it
     elf = build_qemu_image(project, build)
     n_obs, n_act = project.model.input_size, project.model.output_size
     np.ascontiguousarray(observations, dtype=np.float32).reshape(-1, n_obs).tofile(build / "obs.bin")

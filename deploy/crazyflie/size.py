@@ -136,7 +136,8 @@ def parse_stack_usage(text: str) -> dict[str, int]:
 
 def stub_includes(project: GeneratedProject, build_dir: str | Path) -> list[str]:
     """-I flags of a test build: the generated src/, autoconf.h from its app-config, our firmware stubs."""
-    return [f"-I{project.src_dir}", f"-I{write_test_autoconf(build_dir, project.app_config)}", f"-I{STUB_DIR}"]
+    autoconf_dir = Path(write_test_autoconf(build_dir, project.app_config)).resolve()
+    return [f"-I{Path(project.src_dir).resolve()}", f"-I{autoconf_dir}", f"-I{Path(STUB_DIR).resolve()}"]
 
 
 PROBE_STUB_SOURCES: tuple[str, ...] = ("controller_pid_stub.c", "estimator_stub.c")
@@ -146,14 +147,16 @@ PROBE_STUB_SOURCES: tuple[str, ...] = ("controller_pid_stub.c", "estimator_stub.
 def arm_size_report(project: GeneratedProject, build_dir: str | Path | None = None) -> SizeReport:
     """Compile the generated sources for the Cortex-M4F and measure them."""
     gcc, size = find_tool(ARM_GCC), find_tool(ARM_SIZE)
-    build = Path(build_dir) if build_dir else project.out_dir / "build_size"
+    # absolute paths: gcc runs in the build folder (its .su stack files land there), so a relative
+    # --out (robot-hrl export-c --out build/x) must not be read relative to it
+    build = (Path(build_dir) if build_dir else Path(project.out_dir) / "build_size").resolve()
     build.mkdir(parents=True, exist_ok=True)
     sections: dict[str, dict[str, int]] = {}
     frames: dict[str, int] = {}
     includes = stub_includes(project, build)
     for src in project.sources:
         obj = build / (src.stem + ".o")
-        cmd = [gcc, *ARM_CFLAGS, *EXTRA_CFLAGS, *includes, "-c", str(src), "-o", str(obj)]
+        cmd = [gcc, *ARM_CFLAGS, *EXTRA_CFLAGS, *includes, "-c", str(Path(src).resolve()), "-o", str(obj)]
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=build)
         if res.returncode != 0:
             raise ToolchainError(f"arm-none-eabi-gcc failed on {src.name}:\n{res.stderr.strip()[-3000:]}")
