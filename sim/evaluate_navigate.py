@@ -233,7 +233,9 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
             else:
                 if steps % per_decision == 0:
                     subgoal, _ = shield.filter_subgoal(subgoal, state.position_w, sim.time_s)
-                out = shield.step(ShieldInput(now_s=sim.time_s, state=state, actions=policy.step(state, subgoal), subgoal_w=subgoal))
+                battery_v = sim.chain_state.get("battery_voltage_v")  # the measured battery, as the skill node gets /battery
+                out = shield.step(ShieldInput(now_s=sim.time_s, state=state, actions=policy.step(state, subgoal), subgoal_w=subgoal,
+                                              battery_v=None if battery_v is None else float(battery_v)))
                 for item in out.interventions:
                     key = f"{item.unit}.{item.constraint}"
                     interventions[key] = interventions.get(key, 0) + 1

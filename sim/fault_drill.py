@@ -187,6 +187,8 @@ class MissionRig:
                 sub = planner.current_subgoal()
                 if sub is not None and (k % 20 == 0 or not np.array_equal(sub, skill.requested)):
                     skill.on_subgoal(sub, now)
+                if k % 10 == 0:  # the measured battery, as the sim node publishes /battery (10 Hz)
+                    skill.on_battery(float(sim.chain_state["battery_voltage_v"]), now, now)
                 out = skill.tick(now)
                 if out.state != last_state_name or k % 10 == 0:
                     status = out.status

@@ -217,6 +217,37 @@ class ViolationChecker:
         return fence, altitude, collision
 
 
+class ViolationTrace:
+    """The ground truth of the ticks before each episode's first violation, printed when it happens: the airframe's
+    randomized parameters, then per tick the true position, velocity, tilt, body rates, the applied command
+    (normalized), the shield's mode and reason and the battery voltage it was fed."""
+
+    def __init__(self, env, ticks: int):
+        from collections import deque
+
+        self.ticks = deque(maxlen=ticks)
+
+    def record(self, k: int, env, applied, modes, volts) -> None:
+        r = rotation_matrix_from_quat(env.quat_wxyz)
+        tilt = torch.rad2deg(torch.arccos(r[:, 2, 2].clamp(-1.0, 1.0)))
+        self.ticks.append((k, env.position_w.double().numpy().copy(), env.linear_velocity_w.double().numpy().copy(),
+                           tilt.double().numpy(), env.angular_velocity_b.double().numpy().copy(), np.asarray(applied).copy(),
+                           modes, volts))
+
+    def report_new(self, k: int, fence, altitude, collision, violated, env) -> None:
+        new = (fence | altitude | collision) & ~violated
+        for i in torch.nonzero(new).flatten().tolist():
+            kinds = [n for n, m in (("fence", fence), ("altitude", altitude), ("collision", collision)) if bool(m[i])]
+            params = {name: [round(float(x), 4) for x in v[i].reshape(-1).tolist()] for name, v in env.params.items()}
+            print(f"--- episode {i}: first violation ({', '.join(kinds)}) at tick {k}; parameters {params}")
+            for tk, pos, vel, tilt, w, applied, modes, volts in self.ticks:
+                mode = "" if modes is None else modes[i]
+                volt = "" if volts is None else f" V={volts[i]:.3f}"
+                print(f"  t={tk:4d} p=({pos[i, 0]:+.3f},{pos[i, 1]:+.3f},{pos[i, 2]:+.3f}) v=({vel[i, 0]:+.2f},{vel[i, 1]:+.2f},"
+                      f"{vel[i, 2]:+.2f}) tilt={tilt[i]:5.1f} w=({w[i, 0]:+.1f},{w[i, 1]:+.1f},{w[i, 2]:+.1f}) "
+                      f"a=({applied[i, 0]:+.2f},{applied[i, 1]:+.2f},{applied[i, 2]:+.2f},{applied[i, 3]:+.2f}){volt} {mode}")
+
+
 # ---- the loop ---------------------------------------------------------------------------------
 def run(
     policy: str = "random",
@@ -231,9 +262,19 @@ def run(
     progress: bool = False,
     onnx_path: str | Path | None = None,
     randomization: dict | None = None,
+    battery: bool = True,
+    declare_mass: str | bool = False,
+    trace_ticks: int = 0,
 ) -> EvalResult:
     """Run ``episodes`` episodes at once (one batched env) and count violations.
-    ``randomization``: overrides of the randomization ranges when ``randomize`` (see :func:`eval_env_cfg`)."""
+    ``randomization``: overrides of the randomization ranges when ``randomize`` (see :func:`eval_env_cfg`).
+    ``battery``: each shield gets its env's measured battery voltage every tick (the actuator chain's
+    ``battery_voltage_v`` row: the filtered voltage under load, as the firmware measures it); False: none (the
+    stopping model's worst case). ``declare_mass``: each shield's config declares its airframe
+    (``stopping.airframe_mass_kg``): ``"mass"`` (or True) its true mass, as weighed, with ``stopping.thrust_fraction``
+    and ``thrust_fraction_max`` covering the rotors' spread only (the randomization's
+    ``thrust_coefficient_scale_range``); ``"hover-thrust"`` the mass its rotors carry at a command, i.e. the collective
+    thrust it hovers at over g (true mass over its thrust scale, as a hover log gives it), with both fractions 1."""
     torch.set_num_threads(1)  # the shield loop is single-threaded; idle torch workers would only spin
     world = load_world(world_path)
     rng = np.random.default_rng(seed)
@@ -241,7 +282,17 @@ def run(
     env = make_env("crazyflie-goto", episodes, device="cpu", cfg=eval_env_cfg(episode_s, randomize, randomization), seed=seed)
     robot = env.robot
     config = load_shield_config(shield_config) if shield_config is not None else load_shield_config()
-    shields = [Shield(config, robot, world, subgoal_radius_m) for _ in range(episodes)] if shielded else None
+    if shielded and declare_mass:
+        masses = (robot.mass_kg * env.params["mass_scale"][:, 0]).double().numpy()
+        if declare_mass == "hover-thrust":  # the thrust it hovers at, over g: the mass its rotors really carry
+            masses = masses / env.params["thrust_coefficient_scale"][:, 0].double().numpy()
+            spread = (1.0, 1.0)
+        else:
+            spread = tuple(float(x) for x in env.cfg.randomization.thrust_coefficient_scale_range)  # rotors are not weighed
+        shields = [Shield(declared_mass_config(config, float(m), spread), robot, world, subgoal_radius_m) for m in masses]
+    else:
+        shields = [Shield(config, robot, world, subgoal_radius_m) for _ in range(episodes)] if shielded else None
+    battery_rows = env.layout.rows("battery_voltage_v") if battery and any(n == "battery_voltage_v" for n, _, _ in env.layout.state) else None
     ids = torch.arange(episodes)
     starts = sample_free_starts(world, episodes, rng, clearance_m=0.6)
     set_states(env, ids, starts, rng, max_tilt_rad=math.radians(10), max_speed=0.3, max_rate=0.5)
@@ -260,6 +311,7 @@ def run(
     elif policy != "random":
         raise ValueError(f"unknown policy {policy!r}; choose random, adversary, pd or trained")
     checker = ViolationChecker(world, robot, env)
+    trace = ViolationTrace(env, trace_ticks) if trace_ticks > 0 else None
     result = EvalResult(policy=policy, shielded=shielded, episodes=episodes)
     violated = torch.zeros(episodes, dtype=torch.bool)
     steps = int(round(episode_s / env.step_dt))
@@ -289,11 +341,14 @@ def run(
             omega = env.angular_velocity_b.double().numpy()
             goal = env.goal_w.double().numpy()
             act = actions.double().numpy()
+            volts = measured_battery_v(env, battery_rows)
             out = np.empty((episodes, 4))
+            modes_now = [""] * episodes
             t0 = time.perf_counter()
             for i in range(episodes):
                 state = RobotState(pos[i], quat[i], vel[i], omega[i], now)
-                o = shields[i].step(ShieldInput(now, state, act[i], subgoal_w=goal[i], subgoal_stamp_s=now))
+                o = shields[i].step(ShieldInput(now, state, act[i], subgoal_w=goal[i], subgoal_stamp_s=now,
+                                                battery_v=None if volts is None else volts[i]))
                 out[i] = o.actions
                 if o.interventions:
                     result.intervention_ticks += 1
@@ -301,6 +356,7 @@ def run(
                         key = f"{rec.unit}.{rec.constraint}"
                         by_constraint[key] = by_constraint.get(key, 0) + 1
                 mode_ticks[o.mode] = mode_ticks.get(o.mode, 0) + 1
+                modes_now[i] = o.mode if o.mode == "policy" else f"{o.mode}({o.reason})"
                 if o.mode in ("backup_land", "motors_off"):
                     landing[i] = True
             result.shield_seconds += time.perf_counter() - t0
@@ -312,6 +368,10 @@ def run(
         result.fence_violations += int(fence.sum())
         result.altitude_violations += int(altitude.sum())
         result.collisions += int(collision.sum())
+        if trace is not None:
+            trace.record(k, env, out if shielded else actions.double().numpy(), modes_now if shielded else None,
+                         volts if shielded else None)
+            trace.report_new(k, fence, altitude, collision, violated, env)
         violated |= fence | altitude | collision
         result.ticks += episodes
         if bar is not None:
@@ -326,6 +386,23 @@ def run(
     result.episodes_with_violation = int(violated.sum())
     result.mode_ticks = mode_ticks
     return result
+
+
+def measured_battery_v(env, rows) -> list[float] | None:
+    """Each env's battery voltage as the firmware measures it (the actuator chain's ``battery_voltage_v`` row: the
+    filtered voltage under load), or None without that row."""
+    if rows is None:
+        return None
+    return env._state[rows][0].double().tolist()
+
+
+def declared_mass_config(config, mass_kg: float, thrust_spread: tuple[float, float]):
+    """``config`` with the airframe's measured mass declared (``stopping.airframe_mass_kg``) and
+    ``stopping.thrust_fraction`` / ``thrust_fraction_max`` left to cover the rotors' spread only (``thrust_spread``: the
+    weakest and strongest rotors' force over the fit's)."""
+    stopping = config.stopping.model_copy(update={"airframe_mass_kg": mass_kg, "thrust_fraction": thrust_spread[0],
+                                                  "thrust_fraction_max": thrust_spread[1]})
+    return config.model_copy(update={"stopping": stopping})
 
 
 def _load_onnx(onnx_path, robot):
@@ -404,10 +481,21 @@ def main(argv=None) -> int:
     parser.add_argument("--no-shield", action="store_true", help="run without the shield (to see what it prevents)")
     parser.add_argument("--randomize", action="store_true", help="domain randomization on (mass, inertia, motors, disturbances, latency)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-battery", action="store_true",
+                        help="feed the shield no battery voltage (it brakes with the actuator chain's worst case); by default "
+                        "each shield gets its env's measured voltage every tick, as the skill node gets /battery")
+    parser.add_argument("--declare-mass", nargs="?", const="mass", default=None, choices=("mass", "hover-thrust"),
+                        help="each shield's config declares its airframe (stopping.airframe_mass_kg): 'mass' (the default) "
+                        "its true mass, as weighed, the thrust fractions covering the rotors' spread only; 'hover-thrust' "
+                        "the thrust it hovers at over g (mass over rotor scale, from a hover log), fractions 1")
+    parser.add_argument("--trace", type=int, default=0, metavar="TICKS",
+                        help="print the ground truth of the TICKS ticks before each episode's first violation (and its "
+                        "randomized parameters): to find why the shield let it happen")
     args = parser.parse_args(argv)
     res = run(
         args.policy, args.episodes, args.episode_s, args.world, args.config, not args.no_shield, args.seed, args.randomize,
-        progress=True, onnx_path=args.onnx,
+        progress=True, onnx_path=args.onnx, battery=not args.no_battery, declare_mass=args.declare_mass or False,
+        trace_ticks=args.trace,
     )
     print(res.summary())
     return 0 if (res.violations == 0 or args.no_shield) else 1

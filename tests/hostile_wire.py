@@ -30,7 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from robot_hrl.msgs import Bool, DiagnosticArray, Image, Odometry, PoseStamped, String  # noqa: E402
+from robot_hrl.msgs import BatteryState, Bool, DiagnosticArray, Image, Odometry, PoseStamped, String  # noqa: E402
 from robot_hrl.transport.dds_config import loopback_env  # noqa: E402
 from robot_hrl.transport.interface import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, QoS  # noqa: E402
 
@@ -129,6 +129,18 @@ status_msgs = st.one_of(
                       "distance": _json_value, "speed": _json_value}))).map(lambda t: String(data=t))
 estop_msgs = st.builds(Bool, st.booleans())
 
+
+def battery(voltage: float, stamp_s: float = 0.0) -> BatteryState:
+    """A sensor_msgs/BatteryState; its voltage is a float32, so 1e308 can only travel as inf (as a float32 cast gives)."""
+    if math.isfinite(voltage) and abs(voltage) > 3.4e38:
+        voltage = math.copysign(math.inf, voltage)
+    msg = BatteryState(voltage=voltage, present=True)
+    msg.header.stamp.sec = int(stamp_s) if math.isfinite(stamp_s) and 0 <= stamp_s < 2 ** 31 else 0
+    return msg
+
+
+battery_msgs = st.builds(battery, _floats | st.floats(-10.0, 10.0), st.floats(0.0, 1e6))
+
 TOPICS = {
     # topic: (message class, QoS, strategy, which node subscribes)
     "/task": (String, LATCHED_QOS, task_msgs, "planner"),
@@ -137,6 +149,7 @@ TOPICS = {
     "/camera/image_raw": (Image, SENSOR_QOS, image_msgs, "planner"),
     "/subgoal": (PoseStamped, COMMAND_QOS, subgoal_msgs, "skill"),
     "/estop": (Bool, LATCHED_QOS, estop_msgs, "skill"),
+    "/battery": (BatteryState, SENSOR_QOS, battery_msgs, "skill"),
 }
 """Every topic the planner node (planner:=vlm, so it takes images) and the skill node subscribe to."""
 

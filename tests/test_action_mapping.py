@@ -170,6 +170,7 @@ def test_runtime_shield_and_skill_core_fly_the_contracts_bounds(tmp_path, demo_w
     now = 1.0
     core.on_state(RobotState(position_w=np.array(position), stamp_s=now), now)
     core.on_subgoal(position, now)
+    core.on_battery(3.9, now, now)  # a measured battery, as the node graph feeds it (none: the worst case holds a descent)
     out = core.tick(now)
     a = np.asarray(actions, np.float32).astype(np.float64)
     expected = normalized_to_command(contract.action, a)

@@ -58,6 +58,10 @@ def test_navigation_task_completes_with_no_violations_and_a_full_recording(tmp_p
         odom = next(reader.messages(connections=[c for c in reader.connections if c.topic == "/odom"]))
         msg = reader.deserialize(odom[2], odom[0].msgtype)
         assert msg.child_frame_id == "base_link"
+        # the measured battery the skill node's shield brakes with (the nominal battery sagging under the hover load)
+        battery = next(reader.messages(connections=[c for c in reader.connections if c.topic == "/battery"]))
+        msg = reader.deserialize(battery[2], battery[0].msgtype)
+        assert 3.5 < msg.voltage < 3.8 and msg.present
 
 
 def test_the_graph_also_flies_in_real_time(tmp_path):

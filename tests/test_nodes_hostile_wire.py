@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostile_wire import HOVER_TASK, START_POSITION, WireRig, odometry, pose, quiet_domain_id, wire_inputs
+from hostile_wire import HOVER_TASK, START_POSITION, WireRig, battery, odometry, pose, quiet_domain_id, wire_inputs
 from robot_hrl.msgs import String
 from test_e2e_support import E2E_DOMAIN_BLOCK
 
@@ -57,6 +57,17 @@ def test_the_nodes_survive_hostile_inputs_on_every_topic_and_say_what_they_dropp
             d = rig.diag("skill_node: inputs")
             return d[2] if d else {}
 
+        # a battery reading the shield must not believe: refused by name, the shield brakes on the worst case
+        for volts in (math.nan, -3.7, 1e308):
+            rig.send("/battery", battery(volts))
+
+        def battery_refused() -> int:
+            d = rig.diag("skill_node: battery")
+            return int(d[2].get("battery_refused.implausible_voltage", "0")) if d else 0
+
+        rig.wait_for("the skill node's report of the implausible battery readings", lambda: battery_refused() >= 3)
+        level, message, values = rig.diag("skill_node: battery")
+        assert level == 1 and "worst-case battery" in message, (message, values)
         rig.wait_for("the skill node's report of an undecodable subgoal",
                      lambda: int(skill_inputs().get("/subgoal.undecodable", "0")) > 0)
         rig.wait_for("the skill node's odometry errors", lambda: int(

@@ -119,7 +119,8 @@ def _fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | Non
                     subgoal, _ = shield.filter_subgoal(subgoal, state.position_w, now)
             actions = policy.step(state, subgoal)
             if shield is not None:
-                out = shield.step(ShieldInput(now_s=now, state=state, actions=actions, subgoal_w=subgoal))
+                out = shield.step(ShieldInput(now_s=now, state=state, actions=actions, subgoal_w=subgoal,  # measured battery
+                                              battery_v=float(sim.chain_state["battery_voltage_v"])))
                 modes.add(out.mode)
                 wrench = out.wrench
             else:

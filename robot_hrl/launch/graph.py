@@ -87,6 +87,7 @@ TOPICS: dict[str, tuple[str, bool]] = {
     "/skill/status": ("std_msgs/msg/String", False),
     "/planner/status": ("std_msgs/msg/String", True),
     "/estop": ("std_msgs/msg/Bool", False),
+    "/battery": ("sensor_msgs/msg/BatteryState", False),
     **{s.topic: ("sensor_msgs/msg/Range", False) for s in _default_rangers()},
 }
 """Every topic of the graph (namespaced at run time): ROS 2 type, latched. The recorder records these."""
@@ -108,6 +109,7 @@ TOPIC_QOS: dict[str, tuple[str, str]] = {
     "/skill/status": (COMMAND, COMMAND),
     "/planner/status": (LATCHED, LATCHED),
     "/estop": (INPUT, INPUT),
+    "/battery": (SENSOR, SENSOR),
     **{s.topic: (SENSOR, SENSOR) for s in _default_rangers()},
 }
 """Topic -> (QoS of the graph's publishers, QoS of its subscriptions): the table of

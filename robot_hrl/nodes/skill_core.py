@@ -97,6 +97,10 @@ class SkillCore:
         """A finite subgoal has arrived since start: the policy flies."""
         self.landed_request: np.ndarray | None = None
         """The requested subgoal when the shield cut the motors after landing."""
+        from robot_hrl.nodes.battery_input import BatteryInput
+
+        self.battery = BatteryInput.for_shield(shield)
+        """The measured battery voltage (``/battery``), judged on arrival; stale or refused: None to the shield."""
         self._reset_faults = False
         self._land_sent = False
         self._subgoal_active: set = set()
@@ -124,6 +128,11 @@ class SkillCore:
             self.odom_errors += 1
             unit = self._odometry
             self.last_odom_error = error if unit is None else unit.refuse_malformed(0.0 if now is None else now, error)
+
+    def on_battery(self, voltage, stamp_s, now: float) -> str | None:
+        """A battery reading (V, its stamp); returns the refusal, or None when taken (robot_hrl.nodes.battery_input)."""
+        with self._lock:
+            return self.battery.update(voltage, stamp_s, now)
 
     def on_subgoal(self, position, now: float) -> list:
         """Pass a requested subgoal through the shield's subgoal unit; returns its interventions."""
@@ -256,7 +265,8 @@ class SkillCore:
             self._land_sent = False
         # Without request_land (older shields) the subgoal is withheld: the watchdog holds, then lands.
         inp = ShieldInput(now, state, actions, subgoal_w=None if land and request_land is None else subgoal,
-                          subgoal_stamp_s=subgoal_stamp, state_stamp_s=state_stamp, inference_s=inference_s)
+                          subgoal_stamp_s=subgoal_stamp, state_stamp_s=state_stamp, inference_s=inference_s,
+                          battery_v=self.battery.voltage(now))
         return self.shield.step(inp)
 
     def shield_latched(self) -> bool:

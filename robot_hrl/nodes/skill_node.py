@@ -8,6 +8,11 @@ Topics (relative to the node's namespace):
   contract's subgoal radius). For a robot that flies, a subgoal on the floor (z at or below the
   world's floor plus ``land_request_m``) asks for a landing under it. Subgoals must keep arriving
   (the planner re-sends them): when they stop, the watchdog holds, then lands.
+- in  ``/battery`` sensor_msgs/BatteryState (best effort): the battery voltage the robot measures (the Crazyflie:
+  the firmware's filtered ``pm.vbat``). Judged on arrival (finite, plausible for the robot, not stamped in the
+  future; robot_hrl.nodes.battery_input); the shield's stopping model and backup brake with the thrust the actuator
+  chain reaches at it, and with the worst-case battery while it is missing, refused or older than
+  ``battery_timeout_s``. Refusals are counted by name on ``/diagnostics``.
 - in  ``/estop`` std_msgs/Bool (latched): ``true`` latches the emergency stop (motors off),
   ``false`` releases it.
 - out the robot's command (robot_hrl.nodes.skill_command): the topic and frame from the robot, the
@@ -36,7 +41,7 @@ import sys
 import time
 
 from robot_hrl.errors import ConfigError
-from robot_hrl.msgs import Bool, Clock, DiagnosticArray, Odometry, PoseStamped, String, seconds_from_time
+from robot_hrl.msgs import BatteryState, Bool, Clock, DiagnosticArray, Odometry, PoseStamped, String, seconds_from_time
 from robot_hrl.nodes.common import ERROR, OK, WARN, diag_array, diag_status, json_string, position_of, run_main
 from robot_hrl.nodes.deadline import DeadlineMonitor, LoopGc, LoopTiming
 from robot_hrl.nodes.skill_codecs import COMMAND_FRAME, OdometryDecoder, StampedCommandEncoder, WrenchEncoder, wrench_msg
@@ -69,7 +74,7 @@ class SkillNode(RealtimeLoop):
             ("diagnostics_rate_hz", 2.0), ("use_sim_time", False), ("realtime_priority", 0),
             ("spin_margin_us", round(LoopTiming.spin_margin_s * 1e6, 3)), ("gc_after_tick", LoopTiming.gc_after_tick),
             ("cpu_affinity", LoopTiming.cpu), ("realtime_dds_threads", LoopTiming.realtime_dds_threads),
-            ("range_shield", False),
+            ("range_shield", False), ("battery_timeout_s", 0.5),
         )}
         self.p = p
         from robot_hrl.nodes.resources import resolve_resource
@@ -121,6 +126,9 @@ class SkillNode(RealtimeLoop):
         self.core = SkillCore(policy, shield, self.world,
                               SkillConfig(float(p["reached_radius_m"]), float(p["reached_speed_mps"]),
                                           float(p["blocked_after_s"])), lands=robot.lands)
+        if not float(p["battery_timeout_s"]) > 0:
+            raise ConfigError(f"skill_node: battery_timeout_s={p['battery_timeout_s']!r} must be > 0")
+        self.core.battery.timeout_s = float(p["battery_timeout_s"])
         self.deadline = DeadlineMonitor(self.period_s)
         self.use_sim_time = bool(p["use_sim_time"])
         self.cmd_pub = node.create_publisher(self.channel.message_class, self.channel.topic, COMMAND_QOS)
@@ -141,6 +149,7 @@ class SkillNode(RealtimeLoop):
         # INPUT_QOS: ROS 2's default profile, so `ros2 topic pub` with its defaults reaches the node
         node.create_subscription(PoseStamped, "/subgoal", self._on_subgoal, INPUT_QOS)
         node.create_subscription(Bool, "/estop", self._on_estop, INPUT_QOS)
+        node.create_subscription(BatteryState, "/battery", self._on_battery, SENSOR_QOS)
         self.range_errors = 0
         """Range readings refused (NaN, negative, a non-finite stamp): dropped, the sensor goes stale."""
         self.last_range_error = ""
@@ -197,6 +206,16 @@ class SkillNode(RealtimeLoop):
             self.core.on_bad_odometry(str(exc), self.node.now())
             return
         self.core.on_state(state, self.node.now(), frame_id, child_frame_id)
+
+    def _on_battery(self, msg) -> None:
+        try:
+            refusal = self.core.on_battery(msg.voltage, seconds_from_time(msg.header.stamp), self.node.now())
+        except Exception as exc:  # noqa: BLE001 - a malformed sample is refused, the node goes on
+            refusal = self.core.battery._refuse("malformed", str(exc))
+        if refusal is not None:
+            n = sum(self.core.battery.refused.values())
+            if n <= 3 or n % 100 == 0:
+                self.node.get_logger().warning(f"battery reading refused: {refusal} ({n} so far)")
 
     def _on_subgoal(self, msg: PoseStamped) -> None:
         interventions = self.core.on_subgoal(position_of(msg), self.node.now())
@@ -283,6 +302,9 @@ class SkillNode(RealtimeLoop):
             self._graph_status = self.graph.diagnostic()
         g_level, g_message, g_values = self._graph_status
         statuses.append(diag_status("skill_node: graph", g_level, g_message, g_values))
+        b_message, b_values = core.battery.status(now)
+        b_level = OK if core.battery.voltage(now) is not None else WARN  # refusals are named in its values
+        statuses.append(diag_status("skill_node: battery", b_level, b_message, b_values))
         stats = {**self.deadline.stats(), "gc_collections_after_tick": self.loop_gc.collections}
         d_level = OK if stats["misses"] == 0 else WARN
         statuses.append(diag_status("skill_node: deadline", d_level,

@@ -74,7 +74,9 @@ class ShieldInput:
     inference_s: float = 0.0
     """How long the policy inference took, s."""
     battery_v: float | None = None
-    """Battery voltage, V; None: unknown (no battery check)."""
+    """The battery voltage the robot measures (the Crazyflie: the firmware's filtered pm voltage under load), V; None:
+    unknown. The battery unit holds and lands on it; a quadrotor's stopping model and backup brake with the thrust
+    the actuator chain reaches at it (its worst case while it is None, NaN or implausible)."""
 
 
 class ShieldOutput:
@@ -167,6 +169,12 @@ class Shield:
         self.watchdog = self._by_name["watchdog"]
         self.subgoal = self._by_name["subgoal"]
         self.backup = family.build_backup(self.model, config)
+        self._set_battery = getattr(self.model, "set_battery_voltage", None)
+        self._handback_ticks = int(getattr(self.model, "handback_ticks", 0))
+        """Ticks after the backup gives control back during which the hand-back is still judged (the family's model)."""
+        self._policy_ticks = 1 << 30
+        """Ticks in policy mode since the last takeover (large: none yet)."""
+        """The family model's hook for the measured battery voltage (the quadrotor: the thrust it brakes with)."""
         self.predictor = family.build_predictor(self.model)
         if hasattr(self.predictor, "floor_z"):
             self.predictor.floor_z = float(world.bounds.min[2])
@@ -280,6 +288,7 @@ class Shield:
             check(t)
         t.prev = self._prev
         t.est = self._est
+        t.handback = self.mode == "policy" and self._policy_ticks < self._handback_ticks
         if t.output_finite:  # the one mapping of the tick: normalized -> command (contract.action)
             t.cmd = self._to_command(self._actions)
             t.policy = tuple(t.cmd)
@@ -336,6 +345,8 @@ class Shield:
         t.policy_valid = True
         t.inference_s = float(inp.inference_s)
         t.battery_v = inp.battery_v
+        if self._set_battery is not None:  # the model's thrust on the measured battery (worst case without a reading)
+            self._set_battery(inp.battery_v)
         # the state the units and the backup use: measured when fresh, else dead-reckoned, else none
         if t.state_ok and t.state_age <= self.watchdog.state_timeout:
             p, v, q, w = self._state
@@ -380,6 +391,7 @@ class Shield:
         """Bookkeeping: the actuator estimates, the dead reckoning's replay, the counters."""
         self._prev = out
         self._lag(self._est, out)
+        self._policy_ticks = self._policy_ticks + 1 if mode == "policy" else 0
         if t.predicted:
             self.predictor.step(out)
         self._outputs.append(out)

@@ -17,6 +17,11 @@ Topics (relative to the node's namespace):
   evaluation uses (``sim/pybullet/ranging.py``, with the firmware's noise model). REP 117: no target is
   +inf, a target closer than ``min_range`` -inf. The world's fence walls and ceiling are then bodies too
   (``build_enclosure``), so the rangers see them.
+- out ``/battery`` sensor_msgs/BatteryState (best effort), at ``battery_rate_hz``: the battery voltage as the robot
+  measures it (the actuator chain's ``battery_voltage_v`` state: for the Crazyflie the firmware's filtered pm voltage
+  under load), ``present`` true, LiPo, frame ``base_link``. The Crazyswarm2 driver publishes ``pm.vbatMV`` inside its
+  own ``crazyflie_interfaces/msg/Status`` on ``<robot>/status`` (IMRCLab/crazyswarm2, crazyflie/src/crazyflie_server.cpp),
+  not as a BatteryState, so the standard message goes on ``/battery``. Without such a chain state: not published.
 - out ``/diagnostics``: collisions (with what, when), ground-truth position, sim time, real-time factor.
 - in  ``/sim/inject_fault`` std_msgs/String: ``odom_stop`` / ``odom_resume`` (fault drills and
   tests; the parameter ``odom_dropout_at_s`` does the same at a given sim time).
@@ -60,9 +65,10 @@ class SimNode:
             ("wait_for_command", True), ("camera", False), ("camera_rate_hz", 2.0), ("seed", 0),
             ("odom_dropout_at_s", -1.0), ("use_sim_time", False), ("diagnostics_rate_hz", 2.0),
             ("max_sim_time_s", 0.0), ("rangers", False), ("command_writer_node", "skill_node"),
+            ("battery_rate_hz", 10.0),
         )}
         self.p = p
-        for key in ("physics_hz", "control_hz", "camera_rate_hz", "diagnostics_rate_hz"):
+        for key in ("physics_hz", "control_hz", "camera_rate_hz", "diagnostics_rate_hz", "battery_rate_hz"):
             if not float(p[key]) > 0:
                 raise ConfigError(f"sim_node parameter {key}={p[key]!r} must be > 0")
         if float(p["real_time_factor"]) < 0:
@@ -105,6 +111,11 @@ class SimNode:
 
         self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.image_pub = node.create_publisher(Image, "/camera/image_raw", SENSOR_QOS) if p["camera"] else None
+        from robot_hrl.msgs import BatteryState
+
+        self.battery_pub = (node.create_publisher(BatteryState, "/battery", SENSOR_QOS)
+                            if "battery_voltage_v" in self.sim.chain_state else None)
+        self._next_battery_s = 0.0
         cmd_sub = self.node.create_subscription(WrenchStamped, "/cmd_wrench", self._on_wrench, COMMAND_QOS)
         from robot_hrl.nodes.command_writer import CommandWriter
 
@@ -221,6 +232,9 @@ class SimNode:
             self.odom_pub.publish(odometry_from_state(state, frame_id="odom", child_frame_id="base_link"))
         if self.rangers is not None:
             self.publish_ranges(t)
+        if self.battery_pub is not None and t + 1e-9 >= self._next_battery_s:
+            self._next_battery_s = t + 1.0 / float(self.p["battery_rate_hz"])
+            self.battery_pub.publish(battery_message(float(self.sim.chain_state["battery_voltage_v"]), self.stamp(t)))
         if self.use_sim_time:
             self.clock_pub.publish(Clock(clock=time_from_seconds(t)))
         if self.image_pub is not None and t >= self._next_camera_s:
@@ -338,6 +352,24 @@ class SimNode:
                     stop.wait(delay)
             self.step()
         self.publish_diagnostics()
+
+
+POWER_SUPPLY_STATUS_DISCHARGING = 2
+POWER_SUPPLY_HEALTH_GOOD = 1
+POWER_SUPPLY_TECHNOLOGY_LIPO = 3
+"""sensor_msgs/msg/BatteryState constants (ros2/common_interfaces, sensor_msgs/msg/BatteryState.msg)."""
+
+
+def battery_message(voltage_v: float, stamp_s: float):
+    """The sensor_msgs/BatteryState of a measured voltage: unknown fields NaN, as the message's definition asks."""
+    from robot_hrl.msgs import BatteryState
+    from robot_hrl.msgs.conversions import header
+
+    nan = float("nan")
+    return BatteryState(header=header(stamp_s, "base_link"), voltage=voltage_v, temperature=nan, current=nan, charge=nan,
+                        capacity=nan, design_capacity=nan, percentage=nan,
+                        power_supply_status=POWER_SUPPLY_STATUS_DISCHARGING, power_supply_health=POWER_SUPPLY_HEALTH_GOOD,
+                        power_supply_technology=POWER_SUPPLY_TECHNOLOGY_LIPO, present=True)
 
 
 def main(argv: list[str] | None = None) -> int:

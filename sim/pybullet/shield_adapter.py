@@ -33,6 +33,8 @@ class ShieldAdapter:
     """One shield for one PyBullet simulator; :meth:`reset` at every episode."""
 
     def __init__(self, policy, sim, cfg: GotoEnvCfg, config_path=None):
+        self.sim = sim
+        """The simulator: its actuator chain's measured battery voltage goes to the shield every tick."""
         self.world = sim.world if sim.world is not None else training_arena(cfg)
         self.shield = Shield.from_yaml(config_path, policy.robot, self.world, policy.contract.subgoal_radius_m,
                                        action=policy.contract.action)
@@ -63,7 +65,9 @@ class ShieldAdapter:
 
     def command(self, state, actions: np.ndarray, now_s: float) -> np.ndarray:
         """The wrench the motors get."""
-        out = self.shield.step(ShieldInput(now_s=now_s, state=state, actions=actions, subgoal_w=self._goal))
+        battery_v = self.sim.chain_state.get("battery_voltage_v")  # the measured battery, as the skill node gets /battery
+        out = self.shield.step(ShieldInput(now_s=now_s, state=state, actions=actions, subgoal_w=self._goal,
+                                           battery_v=None if battery_v is None else float(battery_v)))
         self._record(out.interventions)
         return out.wrench
 

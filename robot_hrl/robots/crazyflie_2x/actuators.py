@@ -374,14 +374,42 @@ def max_rotor_force_n(battery_v):
     return np.maximum(thrust_at_voltage(np.asarray(battery_v, dtype=np.float64)), 0.0)
 
 
+MEASURED_VOLTAGE_RANGE_V = (MIN_SUPPLY_V, 4.35)
+"""A battery reading the shield believes (V): from motors.c's MIN_SUPPLY_V (below it the firmware gives every motor
+PWM 0: nothing flies) to 4.35 V, the most a charged 1S LiPo (LiHV) cell holds (4.2 V for the stock cell,
+motors.c). A reading outside it (or NaN, or none) is not a measurement: the stopping model keeps the worst case."""
+
+_FIXED_POINT_ITERATIONS = 8
+"""Iterations of the sag's fixed point: each shrinks the error by R I'(T) T'(V) < 0.06 * 7.4 * 0.26 = 0.12, so 8 leave
+well under a microvolt of the 2 V the range spans."""
+
+
+def max_total_thrust_at_battery_n(robot: QuadrotorParams, measured_v: float) -> float:
+    """The least total thrust (N) the rotors reach at full PWM (65535) on a battery the firmware measures at
+    ``measured_v`` (its filtered pm voltage), whatever the airframe's battery and load:
+
+    The reading is ``V_oc - R I`` filtered over past loads, each drawing at least ``IDLE_CURRENT_A``, so
+    ``V_oc >= measured_v + R I_idle``; at full PWM the terminal voltage settles at ``V = V_oc - R I(T(V))``, hence
+    ``V >= measured_v - R_max (I(T(V)) - I_idle)`` with ``R_max`` the top of ``RESISTANCE_RANGE_OHM``: the fixed point
+    of that bound, and the fit's force at it on every rotor. At the emptiest, most resistive battery of the range
+    read at idle (``3.3 - 0.06 * 0.24`` V) this is :func:`worst_case_max_total_thrust_n`. Plain floats (the shield
+    calls it on a changed reading); the rotors' own spread (``thrust_coefficient_scale``) is not in it: the shield's
+    ``stopping.thrust_fraction`` covers it."""
+    v_meas = float(measured_v)
+    r = RESISTANCE_RANGE_OHM[1]
+    n = robot.num_rotors
+    v = v_meas
+    for _ in range(_FIXED_POINT_ITERATIONS):  # a contraction (R I' f' << 1)
+        v = v_meas - r * (battery_current_a(n * max(float(thrust_at_voltage(v)), 0.0)) - IDLE_CURRENT_A)
+    return n * max(float(thrust_at_voltage(v)), 0.0)
+
+
 def worst_case_max_total_thrust_n(robot: QuadrotorParams) -> float:
     """The least total thrust any airframe of the randomization range can reach at full PWM (N): the emptiest, most
-    resistive battery sagging under that full load, with the fit's force (the shields' stopping model's limit)."""
-    v_oc, r = OPEN_CIRCUIT_RANGE_V[0], RESISTANCE_RANGE_OHM[1]
-    v = v_oc
-    for _ in range(100):  # fixed point of V = V_oc - R I(4 f(V)): a contraction (R I' f' << 1)
-        v = v_oc - r * battery_current_a(robot.num_rotors * float(max_rotor_force_n(v)))
-    return robot.num_rotors * float(max_rotor_force_n(v))
+    resistive battery sagging under that full load, with the fit's force (the shields' stopping model's limit when
+    no battery voltage is measured). The same function as :func:`max_total_thrust_at_battery_n`, read at idle on
+    that battery."""
+    return max_total_thrust_at_battery_n(robot, OPEN_CIRCUIT_RANGE_V[0] - RESISTANCE_RANGE_OHM[1] * IDLE_CURRENT_A)
 
 
 def mix_wrench_to_rotor_thrusts(robot: QuadrotorParams, wrench: np.ndarray, battery_v: float | None = None) -> np.ndarray:
@@ -406,8 +434,8 @@ def rotor_speed_commands(robot: QuadrotorParams, wrench, battery_v: float | None
 
 __all__ = [
     "FIRMWARE", "FIRMWARE_RELEASE", "MATH", "NAME", "NUMPY", "PARAMETERS", "STATE", "THRUST2TORQUE_M", "THRUST_MAX_N", "THRUST_MIN_N",
-    "VMOTOR2THRUST", "ChainConstants", "battery_current_a", "command", "compensate_battery_voltage", "constants", "derive",
-    "firmware_pwm", "hold_command", "initial_state", "loaded_voltage_v", "max_rotor_force_n", "mix",
+    "MEASURED_VOLTAGE_RANGE_V", "VMOTOR2THRUST", "ChainConstants", "battery_current_a", "command", "compensate_battery_voltage", "constants", "derive",
+    "firmware_pwm", "hold_command", "initial_state", "loaded_voltage_v", "max_rotor_force_n", "max_total_thrust_at_battery_n", "mix",
     "mix_wrench_to_rotor_thrusts", "mixed_rotor_thrusts", "motor_alpha", "motor_lag", "motor_pwm", "power_distribution_cap",
     "rotor_speed_command", "rotor_speed_commands", "rotor_thrusts", "rotor_wrench", "static_rotor_forces", "substep",
     "thrust_at_voltage", "voltage_for_thrust", "worst_case_max_total_thrust_n",

@@ -2,6 +2,9 @@
 
 The voltage must stay below a threshold for ``battery.debounce_s`` (a load sag is not a low
 battery). Both conditions latch until ``Shield.reset_faults()``. No voltage (None): no check.
+
+Its diagnostic also says what the robot family's model brakes with (a quadrotor: the thrust its actuator chain
+reaches on the measured battery, or the chain's worst case while there is no plausible reading).
 """
 
 from __future__ import annotations
@@ -36,10 +39,12 @@ class BatteryUnit(ShieldUnit):
 
     @classmethod
     def build(cls, ctx: ShieldContext) -> "BatteryUnit":
-        return cls(ctx.config)
+        return cls(ctx.config, ctx.model)
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, model=None):
         super().__init__()
+        self.model = model
+        """The family's model (its ``battery_v`` and ``max_total_thrust`` are shown on the diagnostic), or None."""
         b = cfg.battery
         self.hold_v = b.hold_voltage_v
         self.land_v = b.land_voltage_v
@@ -91,3 +96,14 @@ class BatteryUnit(ShieldUnit):
         if self.hold_started is not None:
             return WARN, f"low battery ({v}): holding before landing"
         return OK, f"battery {v}"
+
+    def diagnostic(self, hardware_id: str) -> dict:
+        d = super().diagnostic(hardware_id)
+        m = self.model
+        thrust = getattr(m, "max_total_thrust", None)
+        if thrust is not None and hasattr(m, "battery_v"):
+            measured = m.battery_v
+            d["values"]["braking_thrust_n"] = f"{thrust:.4f}"
+            d["values"]["braking_on"] = (f"measured battery {measured:.3f} V" if measured is not None else
+                                         "worst case (no plausible battery reading)")
+        return d

@@ -39,7 +39,8 @@ class BackupController:
         self.max_speed = b.max_speed_mps
         self.tan_tilt = math.tan(math.radians(b.max_tilt_deg))
         self.min_thrust = b.min_thrust_fraction_of_weight * model.weight
-        self.max_thrust = b.max_thrust_fraction_of_max * model.max_total_thrust
+        self.max_thrust_fraction = b.max_thrust_fraction_of_max
+        """Of the model's ``max_total_thrust``: the thrust the chain reaches on the measured battery (or its worst case)."""
         self.land_speed = b.land_speed_mps
         self.recovery_thrust = b.recovery_thrust_fraction_of_weight * model.weight
         self.recovery_cos = math.cos(math.radians(b.recovery_angle_deg))
@@ -51,6 +52,12 @@ class BackupController:
         self.touchdown_speed = 1.5 * b.land_speed_mps
         """Landed: within touchdown_altitude_m of the floor and no faster than this (m/s)."""
         self.reset()
+
+    @property
+    def max_thrust(self) -> float:
+        """The most collective thrust it commands now, N (``backup.max_thrust_fraction_of_max`` of the thrust the chain
+        reaches on the measured battery)."""
+        return self.max_thrust_fraction * self.m.max_total_thrust
 
     def reset(self) -> None:
         """Forget the integral and the last body rate (call when the backup takes over)."""
@@ -85,7 +92,8 @@ class BackupController:
         ez = vrz - v[2]
         g = m.g
         az_lo = self.min_thrust / m.mass - g
-        az_hi = self.max_thrust / m.mass - g
+        max_thrust = self.max_thrust_fraction * m.max_total_thrust  # on the battery measured this tick
+        az_hi = max_thrust / m.mass - g
         iz = self.integral_z + self.ki * self.dt * ez
         lim = self.i_max
         iz = -lim if iz < -lim else lim if iz > lim else iz
@@ -118,8 +126,8 @@ class BackupController:
             floor = self.recovery_thrust
         if thrust < floor:
             thrust = floor
-        elif thrust > self.max_thrust:
-            thrust = self.max_thrust
+        elif thrust > max_thrust:
+            thrust = max_thrust
         # desired attitude: body z along the thrust vector, heading kept (current body x)
         bx, by, bz = r[0], r[3], r[6]
         yx = zdy * bz - zdz * by

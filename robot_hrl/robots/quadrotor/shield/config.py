@@ -18,6 +18,13 @@ class StoppingCfg(BaseModel):
     vertical_reaction_time_s: float = Field(ge=0.0, le=2.0, description="tick + motor lag before braking vertically")
     brake_decel_fraction: float = Field(gt=0.0, le=1.0, description="fraction of the model's deceleration assumed")
     thrust_fraction: float = Field(gt=0.0, le=1.0, description="the weakest robot's thrust-to-weight, as a fraction of the model's")
+    thrust_fraction_max: float = Field(default=1.0, ge=1.0, le=3.0, description=(
+        "the strongest robot's thrust-to-weight, as a fraction of the model's (a light airframe with strong rotors: "
+        "the climb it keeps during the reaction time, the least thrust the backup brakes a climb with)"))
+    airframe_mass_kg: float | None = Field(default=None, gt=0.0, le=10.0, description=(
+        "the airframe's measured mass, kg: the vertical brakes divide by it. Weighed: the thrust fractions then cover "
+        "the rotors' spread only; its hover thrust over g (the mass its rotors carry): both fractions 1. None: the "
+        "robot model's mass, and the fractions cover the randomization's airframes"))
     motor_time_constant_s: float = Field(gt=0.0, le=1.0, description="motor lag the predictions assume (the slowest motor designed for)")
     actuation_latency_s: float = Field(ge=0.0, le=0.5, description="delay between a command and the motors, on top of one tick")
 
