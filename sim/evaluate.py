@@ -38,6 +38,8 @@ from robot_hrl.errors import RobotHrlError  # noqa: E402
 DEFAULT_MODEL = _REPO / "models" / "crazyflie_goto.onnx"
 TASK = "crazyflie-goto"
 SIMS = ("pybullet", "torch")
+PYBULLET_PHYSICS_HZ = 500.0
+"""PyBullet's default physics rate (the torch sim's default is the training env's, ``PhysicsCfg.physics_rate_hz``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,8 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--world", type=Path, metavar="YAML",
                    help="pybullet only: fly inside this world file (obstacles, landmarks; starts and goals drawn "
                         "inside its bounds, clear of its boxes). Default: an empty ground plane, as in training")
-    p.add_argument("--physics-hz", type=float, default=500.0,
-                   help="pybullet only: physics rate, an integer multiple of the contract's control rate (default 500)")
+    p.add_argument("--physics-hz", type=float, default=None,
+                   help="physics rate, an integer multiple of the contract's control rate (default: pybullet 500, torch "
+                        "the training env's 200). The policy was trained at 200 Hz; the torch sim at 500 Hz measures what "
+                        "the coarser integration is worth (benchmarks/README.md, 'the PyBullet gap')")
     p.add_argument("--no-ground-effect", action="store_true",
                    help="pybullet only: switch the ground effect off (to attribute a sim-to-sim gap)")
     p.add_argument("--shield", action="store_true",
@@ -282,8 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--world, --gui and --no-ground-effect apply to --sim pybullet only")
     if args.sim == "pybullet" and args.step != "auto":
         parser.error("--step applies to --sim torch only")
-    if not math.isfinite(args.physics_hz) or args.physics_hz <= 0:
+    if args.physics_hz is not None and (not math.isfinite(args.physics_hz) or args.physics_hz <= 0):
         parser.error(f"--physics-hz must be a positive number, got {args.physics_hz}")
+    if args.physics_hz is None and args.sim == "pybullet":
+        args.physics_hz = PYBULLET_PHYSICS_HZ
     try:
         from robot_hrl.runtime import OnnxPolicy
         from robot_hrl.world import load_world
@@ -298,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
 
             check_rates(args.physics_hz, policy.control_rate_hz)  # before the (slow) training-side imports
         cfg = _env_cfg(args.randomize)
+        if args.sim == "torch" and args.physics_hz is not None:
+            cfg.physics.physics_rate_hz = float(args.physics_hz)
+            cfg.validate()  # an integer multiple of the control rate, or a ConfigError naming the fix
         integral = next((t.integral for t in policy.contract.observations if t.integral is not None), None)
         cfg.command.observe_error_integral = integral is not None
         cfg.command.error_integral = None if integral is None else integral.model_dump()  # --sim torch: the model's own

@@ -61,6 +61,11 @@ def test_torch_and_randomized_pybullet_evaluations_run(reference_model, tmp_path
     eager = json.loads((tmp_path / "eager.json").read_text())
     assert eager["simulator"]["step"] == "eager" and eager["success_rate"] == data["success_rate"]
     assert abs(eager["mean_final_position_error_m"] - data["mean_final_position_error_m"]) < 1e-3
+    assert data["simulator"]["physics_hz"] == 200.0  # the training env's rate by default
+    # --physics-hz reaches the torch sim's config (PyBullet's 500 Hz, to attribute the sim-to-sim gap)
+    assert evaluate_cli.main(["--model", str(reference_model), "--sim", "torch", "--episodes", "2", "--physics-hz", "500",
+                              "--json", str(tmp_path / "t500.json"), "--no-progress", "--randomize"]) == 0
+    assert json.loads((tmp_path / "t500.json").read_text())["simulator"]["physics_hz"] == 500.0
     out_json = tmp_path / "pb.json"
     assert evaluate_cli.main(["--model", str(reference_model), "--episodes", "1", "--json", str(out_json),
                               "--no-progress", "--randomize", "--plots", str(tmp_path / "p")]) == 0
@@ -149,6 +154,9 @@ def test_bad_inputs_give_clear_errors(reference_model, tmp_path, capsys):
     assert "cannot load" in capsys.readouterr().err
     assert evaluate_cli.main(["--model", str(reference_model), "--physics-hz", "250", "--episodes", "1"]) == 2
     assert "integer multiple" in capsys.readouterr().err
+    # the torch sim takes a physics rate too (the PyBullet gap's attribution), checked by the env config
+    assert evaluate_cli.main(["--model", str(reference_model), "--sim", "torch", "--physics-hz", "250", "--episodes", "1"]) == 2
+    assert "integer multiple of command.control_rate_hz" in capsys.readouterr().err
 
 
 def test_cli_runs_from_the_repo_root(repo_root, reference_model):

@@ -68,3 +68,59 @@ def test_open_loop_trajectories_agree_with_the_training_physics():
     assert np.allclose(state.angular_velocity_b, stack(omega), atol=1e-4)
     assert abs(abs(float(np.dot(state.quat_wxyz, stack(quat)))) - 1.0) < 1e-8
     assert np.allclose(sim.motor_rpm, stack(chain_state["rotor_speed_rpm"]), rtol=1e-9)
+
+
+def test_randomized_airframes_agree_with_the_training_physics():
+    """The same comparison on airframes PyBullet's randomization draws (mass, inertia, k_f and drag torque scales,
+    motor lag, battery charge and resistance, the constant disturbance force and torque, the action latency): the
+    drawn values go into the training step's physics unchanged, so a parameter one twin ignores, scales differently
+    or draws in other units shows up as a diverging trajectory (issue 17's PyBullet gap)."""
+    from sim.pybullet import RandomizationCfg
+
+    k = actuators.constants(ROBOT)
+    f64 = dict(dtype=torch.float64)
+
+    def col(v):
+        return torch.tensor([float(v)], **f64)
+
+    dt = 1.0 / PHYSICS_HZ
+    rng = np.random.default_rng(1)
+    randomization = RandomizationCfg.from_training()
+    with PyBulletQuadrotorSim(ground_effect=False, physics_hz=PHYSICS_HZ, seed=3, randomization=randomization) as sim:
+        latencies = set()
+        for episode in range(4):
+            q0 = quat_from_euler_rpy(*rng.uniform(-0.4, 0.4, 3))
+            p0, v0, w0 = np.array([0.0, 0.0, 1.5]), rng.uniform(-0.5, 0.5, 3), rng.uniform(-1.5, 1.5, 3)
+            sim.reset(p0, q0, v0, w0)
+            dyn = sim.dynamics
+            latencies.add(dyn.action_latency_steps)
+            derived = actuators.derive({n: col(v) for n, v in dyn.chain_parameters.items()}, k, dt, TORCH)
+            mass, inertia = col(dyn.mass_kg), tuple(col(v) for v in dyn.inertia_kgm2)
+            force, torque = tuple(col(v) for v in dyn.disturbance_force_w), tuple(col(v) for v in dyn.disturbance_torque_b)
+            pos, quat, vel, omega = (tuple(col(v) for v in x) for x in (p0, q0, v0, w0))
+            chain_state = actuators.initial_state(col(dyn.mass_kg * STANDARD_GRAVITY_MPS2), derived, k, TORCH)
+            command = actuators.hold_command(chain_state, derived, k, TORCH)  # until the first wrench takes effect
+            pending = []
+            for _ in range(25):
+                wrench = np.array([dyn.mass_kg * STANDARD_GRAVITY_MPS2 * rng.uniform(0.7, 1.4),
+                                   *rng.uniform(-1e-3, 1e-3, 2), rng.uniform(-1e-4, 1e-4)])
+                pending.append(wrench)
+                if len(pending) > dyn.action_latency_steps:
+                    command = actuators.command(tuple(col(v) for v in pending.pop(0)), chain_state, derived, k, TORCH)
+                for _ in range(sim.substeps):
+                    sub = actuators.substep(chain_state, command, derived, k, TORCH)
+                    chain_state = sub.state
+                    pos, quat, vel, omega, _ = dynamics.rigid_body_substep(
+                        pos, quat, vel, omega, sub.thrust_n, sub.torque_b, mass, inertia, force, torque,
+                        dt, STANDARD_GRAVITY_MPS2, -10.0, 0.0,
+                    )
+                state = sim.step(wrench)
+            stack = lambda cols: torch.cat(cols).numpy()  # noqa: E731
+            where = f"episode {episode}, airframe {dyn}"
+            assert np.allclose(state.position_w, stack(pos), atol=1e-6), where
+            assert np.allclose(state.linear_velocity_w, stack(vel), atol=1e-5), where
+            assert np.allclose(state.angular_velocity_b, stack(omega), atol=1e-4), where
+            assert abs(abs(float(np.dot(state.quat_wxyz, stack(quat)))) - 1.0) < 1e-8, where
+            assert np.allclose(sim.motor_rpm, stack(chain_state["rotor_speed_rpm"]), rtol=1e-9), where
+            assert np.isclose(sim.chain_state["battery_voltage_v"], float(chain_state["battery_voltage_v"]), rtol=1e-9), where
+        assert latencies == {0, 1}, latencies  # both latencies were flown (seed 3)
