@@ -271,6 +271,16 @@ def _role_latched(topic: str, text: str) -> None:
     node.spin()
 
 
+def _publish_once_matched(pub, msg, timeout_s: float = 10.0) -> None:
+    """Publish ``msg`` once ``pub`` has matched a reader (or after ``timeout_s``). Discovery is matched from each side
+    on its own: the test's reader may see this writer before this writer sees the reader, and a sample sent then goes
+    nowhere (seen under load). Cyclone DDS matches in its own threads, so waiting here lets the match complete."""
+    deadline = time.monotonic() + timeout_s
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pub.publish(msg)
+
+
 def _role_clock() -> None:
     """Publish rosgraph_msgs/Clock with the seconds read from stdin, one line each."""
     from robot_hrl.msgs import Clock, time_from_seconds
@@ -281,13 +291,7 @@ def _role_clock() -> None:
 
     def command(line: str) -> None:
         if line:
-            # Discovery is matched from each side on its own: the test's reader may see this writer before
-            # this writer sees the reader, and a best-effort sample sent then goes nowhere (seen under load).
-            # Cyclone DDS matches in its own threads, so waiting here lets the match complete.
-            deadline = time.monotonic() + 10.0
-            while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            pub.publish(Clock(clock=time_from_seconds(float(line))))
+            _publish_once_matched(pub, Clock(clock=time_from_seconds(float(line))))
             print("TICK", line, flush=True)
 
     _stop_on_stdin_eof(node.shutdown, command)
@@ -307,10 +311,7 @@ def _role_wrench_writer(node_name: str, thrust_n: str) -> None:
 
     def command(line: str) -> None:
         if line:
-            deadline = time.monotonic() + 10.0
-            while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            pub.publish(wrench_msg([float(thrust_n), 0.0, 0.0, 0.0], float(line)))
+            _publish_once_matched(pub, wrench_msg([float(thrust_n), 0.0, 0.0, 0.0], float(line)))
             print("SENT", line, flush=True)
 
     _stop_on_stdin_eof(node.shutdown, command)
