@@ -120,7 +120,8 @@ def bench_overhead(ticks: int) -> None:
     measure("diff drive driving (policy passes)", driving, robot=diff_drive)
 
 
-def bench_closed_loop(episodes: int, episode_s: float, seed: int, trained: bool, onnx: str | None, randomized: int) -> None:
+def bench_closed_loop(episodes: int, episode_s: float, seed: int, trained: bool, onnx: str | None, randomized: int,
+                      declare_mass: str | None = None) -> None:
     import torch
 
     from sim import safety_eval
@@ -144,10 +145,10 @@ def bench_closed_loop(episodes: int, episode_s: float, seed: int, trained: bool,
             res = safety_eval.run(policy, episodes=randomized, episode_s=episode_s, seed=seed, randomize=True)
             print(f"  {res.summary()}")
     if trained:
-        bench_trained(episodes, episode_s, seed, onnx)
+        bench_trained(episodes, episode_s, seed, onnx, declare_mass)
 
 
-def bench_trained(episodes: int, episode_s: float, seed: int, onnx: str | None) -> None:
+def bench_trained(episodes: int, episode_s: float, seed: int, onnx: str | None, declare_mass: str | None = None) -> None:
     import torch
 
     from sim import safety_eval
@@ -157,6 +158,10 @@ def bench_trained(episodes: int, episode_s: float, seed: int, onnx: str | None) 
     for shielded in (False, True):
         res = safety_eval.run("trained", episodes=episodes, episode_s=episode_s, seed=seed, shielded=shielded, progress=True, onnx_path=onnx)
         print(f"  {res.summary()}")
+    if declare_mass:
+        res = safety_eval.run("trained", episodes=episodes, episode_s=episode_s, seed=seed, progress=True, onnx_path=onnx,
+                              declare_mass=declare_mass)
+        print(f"  {res.summary()}  (airframe declared: {declare_mass})")
 
 
 def main(argv=None) -> int:
@@ -169,14 +174,18 @@ def main(argv=None) -> int:
     parser.add_argument("--no-trained", action="store_true", help="skip the trained-policy runs")
     parser.add_argument("--randomized", type=int, default=200, help="episodes of the randomized-robot runs (0: skip)")
     parser.add_argument("--onnx", default=None, help="policy for the trained runs (default models/crazyflie_goto.onnx)")
+    parser.add_argument("--declare-mass", nargs="?", const="mass", default=None, choices=("mass", "hover-thrust"),
+                        help="also run the trained policy with each shield's airframe declared (stopping.airframe_mass_kg; "
+                             "sim/safety_eval.py --declare-mass): 'mass' (the default) or 'hover-thrust'")
     args = parser.parse_args(argv)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     if args.only in (None, "overhead"):
         bench_overhead(args.ticks)
     if args.only in (None, "closed-loop"):
-        bench_closed_loop(args.episodes, args.episode_s, args.seed, not args.no_trained, args.onnx, args.randomized)
+        bench_closed_loop(args.episodes, args.episode_s, args.seed, not args.no_trained, args.onnx, args.randomized,
+                          args.declare_mass)
     if args.only == "trained":
-        bench_trained(args.episodes, args.episode_s, args.seed, args.onnx)
+        bench_trained(args.episodes, args.episode_s, args.seed, args.onnx, args.declare_mass)
     return 0
 
 

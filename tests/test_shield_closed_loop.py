@@ -136,3 +136,22 @@ def test_odometry_loss_in_flight_holds_then_lands_gently():
         assert shields[i].mode == "motors_off"
     assert (env.position_w[:, 2].numpy() <= env.contact_height + 0.01).all()  # on the floor
     assert max_touchdown_speed.max() < 1.0  # landed, not dropped (1 m/s ~ a 5 cm fall)
+
+
+def test_bench_shield_prints_the_declared_airframe_row(capsys):
+    """`benchmarks/bench_shield.py --only trained --declare-mass hover-thrust` prints the trained policy shielded with
+    the airframe declared, after the unshielded and the undeclared rows (benchmarks/README.md's #4 row)."""
+    import re
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import bench_shield
+    finally:
+        sys.path.pop(0)
+    assert bench_shield.main(["--only", "trained", "--episodes", "4", "--episode-s", "2", "--declare-mass", "hover-thrust"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("trained shield=")]
+    assert len(rows) == 3, rows
+    assert "shield=off" in rows[0] and "shield=on" in rows[1] and rows[2].endswith("(airframe declared: hover-thrust)")
+    assert all(re.search(r"intervention_rate=\d\.\d{4}", row) for row in rows)
