@@ -136,3 +136,34 @@ def test_rclpy_default_settings_talk_to_a_cyclonedds_process(domain, monkeypatch
         assert seen["topics"]["/odom"] == ["nav_msgs/msg/Odometry"]
         assert ["reliable", "volatile"] in seen["publishers"]
         node.shutdown()
+
+
+def test_a_sample_rclpy_cannot_convert_is_dropped_not_fatal(domain, monkeypatch, capfd):
+    """rclpy converts a taken sample in C before any callback; when that conversion yields no object, pybind11's
+    tuple of (message, info) raises "Unable to convert call argument '0' to Python object" from the executor (seen
+    once in CI, the launch monitor died of it). The node counts it as a dropped sample and keeps spinning; any other
+    RuntimeError still propagates."""
+    node = create_node("convert_guard", backend="rclpy", domain_id=domain)
+    try:
+        real = node._executor.spin_once
+        failures = iter([RuntimeError("Unable to convert call argument '0' to Python object (#define "
+                                      "PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)")])
+
+        def spin_once(timeout_sec=None):
+            exc = next(failures, None)
+            if exc is not None:
+                raise exc
+            return real(timeout_sec=timeout_sec)
+
+        monkeypatch.setattr(node._executor, "spin_once", spin_once)
+        node.spin_once(0.0)
+        node.spin_once(0.0)  # the next spin works
+        assert node.dropped_samples == 1
+        out, err = capfd.readouterr()  # the node's logger goes through ROS 2's logging (stderr)
+        assert "dropped an undecodable message (RuntimeError: Unable to convert call argument" in out + err
+
+        monkeypatch.setattr(node._executor, "spin_once", lambda timeout_sec=None: (_ for _ in ()).throw(RuntimeError("boom")))
+        with pytest.raises(RuntimeError, match="boom"):
+            node.spin_once(0.0)
+    finally:
+        node.shutdown()

@@ -335,10 +335,21 @@ class RclpyNode(Node):
             self._executor.spin_once(timeout_sec=timeout_s)
         except UnicodeDecodeError as exc:
             # rclpy decodes in C before our callback: a string that is not UTF-8 surfaces here.
-            self.dropped_samples += 1
-            if self.dropped_samples <= 3 or self.dropped_samples % 100 == 0:
-                self._logger.warning("dropped an undecodable message (%s); %d dropped so far", exc,
-                                     self.dropped_samples)
+            self._drop_undecodable(exc)
+        except RuntimeError as exc:
+            # The same failure seen from pybind11: when rclpy's C conversion of a taken sample returns no object,
+            # Subscription.take_message's py::make_tuple raises "Unable to convert call argument '0' to Python
+            # object" (seen once in CI in the launch monitor, issue 15's stock-ROS 2 test). A sample, not the node.
+            if "Unable to convert call argument" not in str(exc):
+                raise
+            self._drop_undecodable(exc)
+
+    def _drop_undecodable(self, exc: Exception) -> None:
+        """Count a sample rclpy could not convert to Python, and say so (the first three, then every 100th)."""
+        self.dropped_samples += 1
+        if self.dropped_samples <= 3 or self.dropped_samples % 100 == 0:
+            self._logger.warning("dropped an undecodable message (%s: %s); %d dropped so far", type(exc).__name__, exc,
+                                 self.dropped_samples)
 
     def shutdown(self) -> None:
         """Stop spinning and destroy the node (after the running callback, when called from one)."""
