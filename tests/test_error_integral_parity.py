@@ -332,3 +332,15 @@ def test_the_env_configuration_names_its_integral():
     cfg.command.error_integral = {"time_constant_s": 2.0}
     with pytest.raises(ConfigError, match=r"(?s)command.error_integral .* give its fields"):
         cfg.validate()
+
+
+@pytest.mark.parametrize("radius_m", [-0.1, 0.0, float("nan")])
+def test_a_contract_with_an_impossible_active_radius_is_refused_naming_it(radius_m):
+    """``active_radius_m`` must be a positive, finite distance: a contract edited to anything else is refused, and
+    the error names the field and the value (the runtime never builds a gate that never opens)."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="active_radius_m") as err:
+        ErrorIntegral(time_constant_s=2.0, limit_m_s=0.02, subgoal_change_m=0.001, frame="world_enu",
+                      active_radius_m=radius_m)
+    assert str(radius_m) in str(err.value)
