@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from deploy.crazyflie import navigate_parity as nav_parity  # noqa: E402
-from deploy.crazyflie.c_navigate import NAV_SOURCES  # noqa: E402
+from deploy.crazyflie.c_navigate import NAV_TASK_SOURCES  # noqa: E402
 from deploy.crazyflie.codegen import generate_project  # noqa: E402
 from deploy.crazyflie.cost import CPU_HZ, cycle_models_from_object, inference_cost, navigate_decision_cost  # noqa: E402
 from deploy.crazyflie.example_model import random_observations  # noqa: E402
@@ -88,8 +88,8 @@ def main() -> int:
             print("parity (Cortex-M4)    not run: qemu-system-arm is not installed")
 
         size = arm_size_report(project)
-        nav_size = size.subset(NAV_SOURCES)
-        goto_size = size.subset([s.name for s in project.sources if s.name not in NAV_SOURCES])
+        nav_size = size.subset(NAV_TASK_SOURCES)
+        goto_size = size.subset([s.name for s in project.sources if s.name not in NAV_TASK_SOURCES])
         probe_both = link_probe_image(project, tmp / "probe_both")
         goto_only = generate_project(args.goto, tmp / "cf_goto")
         probe_goto = link_probe_image(goto_only, tmp / "probe_goto")

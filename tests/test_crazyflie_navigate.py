@@ -180,7 +180,7 @@ def test_cortex_m4_build_decides_as_the_python_level(built, tmp_path):
 def test_both_levels_generated_with_their_own_symbols(built):
     project, _, _ = built
     src = project.src_dir
-    assert [p.name for p in project.sources][-2:] == ["nav_model.c", "nav_io.c"]
+    assert [p.name for p in project.sources][-3:] == ["nav_model.c", "nav_io.c", "nav_task.c"]
     kbuild = (src / "Kbuild").read_text()
     assert "obj-y += nav_model.o" in kbuild and "obj-y += policy_model.o" in kbuild
     nav_c = (src / "nav_model.c").read_text()
@@ -208,7 +208,7 @@ def test_export_with_navigate_reports_both_levels_against_the_budget(models, tmp
     assert nav["decision_parity_max_m"] <= PARITY_TOLERANCE and nav["network_parity_max_abs"] <= PARITY_TOLERANCE
     assert nav["decisions_checked"] == 3 * 40
     files = report["size"]["files"]
-    assert set(nav["size"]["files"]) == {"nav_model.c", "nav_io.c"}
+    assert set(nav["size"]["files"]) == {"nav_model.c", "nav_io.c", "nav_task.c"}
     assert report["size"]["flash"] == sum(f["text"] + f["rodata"] + f["data"] for f in files.values())
     assert nav["size"]["flash"] < report["size"]["flash"] <= 128 * 1024
     # the memory is in RAM: capacity x 2 floats at least
@@ -285,3 +285,79 @@ def test_a_level_without_contract_is_refused(models, tmp_path):
     onnx.save(model, str(tmp_path / "bare.onnx"))
     with pytest.raises(CodegenError, match="carries no contract"):
         generate_project(models[0], tmp_path / "cf", navigate=tmp_path / "bare.onnx")
+
+
+# ---- the level's app task: the firmware's services in, the commander's setpoints out ----------------------------
+def test_the_app_task_flies_the_python_levels_subgoals(built):
+    """nav_task.c's steps (100 ms) against the planner node's learned mode on the same inputs: the memory fed at its
+    rate, a decision at the decision rate toward the goal parameters, readings taken as range_for_observation takes
+    them (a NaN dropped, the previous kept; +-inf clamped), the subgoal sent every step as an absolute position
+    setpoint at COMMANDER_PRIORITY_EXTRX; a NaN state refused (the last subgoal held); off: nothing sent."""
+    from deploy.crazyflie.host_navigate import HostNavigatorTask
+    from robot_hrl.errors import ObservationError
+    from robot_hrl.planning.learned import range_for_observation
+
+    project, host, navigator = built
+    task = HostNavigatorTask(HostController.build(project, project.out_dir / "host_task"))
+    contract, sensors = project.navigate.contract, project.navigate.sensors
+    decide_every = int(round(10 / contract.decision_rate_hz))
+    sense_every = int(round(10 / contract.memory.update_rate_hz))
+    rng = np.random.default_rng(5)
+    _, _, _, sent0 = task.setpoint()
+    task.step([0, 0, 1], [1, 0, 0, 0], [0, 0, 0], np.full(6, 2.0))
+    assert task.setpoint()[3] == sent0 and task.log("navState") == 0  # off by default: nothing sent
+    goal = np.array([4.0, -3.0], dtype=np.float32)
+    task.set_param("goalX", float(goal[0]))
+    task.set_param("goalY", float(goal[1]))
+    task.set_param("navEnable", 1)
+    navigator.reset()
+    readings = np.array([s.max_range_m for s in sensors])
+    pos = np.array([-2.0, 1.0, 1.0])
+    subgoal = None
+    refused_steps = []
+    fault = 7 * decide_every  # a decision step
+    for k in range(80):
+        pos = pos + np.r_[rng.uniform(-0.15, 0.15, 2), 0.0]
+        yaw = rng.uniform(-math.pi, math.pi)
+        q = np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
+        v = rng.normal(0.0, 0.5, 3)
+        raw = np.where(rng.random(6) < 0.2, np.inf, rng.uniform(0.0, 4.5, 6))
+        raw[rng.random(6) < 0.05] = np.nan
+        raw[rng.random(6) < 0.05] = -np.inf
+        if k == fault:
+            pos_sent = pos.copy()
+            pos_sent[0] = np.nan  # a faulty state estimate at a decision step
+        else:
+            pos_sent = pos
+        p32, q32, v32 = (np.asarray(x, dtype=np.float32).astype(np.float64) for x in (pos_sent, q, v))
+        raw32 = raw.astype(np.float32).astype(np.float64)
+        task.step(p32, q32, v32, raw32)
+        for i, s in enumerate(sensors):  # the planner node's conversion
+            try:
+                readings[i] = np.float32(range_for_observation(s, raw32[i]))
+            except ObservationError:
+                pass
+        if k % sense_every == 0:
+            try:
+                navigator.sense(p32, q32, readings)
+            except ObservationError:
+                pass
+        if k % decide_every == 0:
+            g = np.r_[goal.astype(np.float64), contract.subgoal.flight_height_m]
+            try:
+                subgoal = navigator.decide(p32, q32, v32, g)
+            except ObservationError:
+                refused_steps.append(k)
+        position, modes, priority, sent = task.setpoint()
+        assert sent == sent0 + k + 1 and modes == (1, 1, 1) and priority == 3  # modeAbs, COMMANDER_PRIORITY_EXTRX
+        assert float(np.max(np.abs(position - subgoal))) <= PARITY_TOLERANCE, k
+    decisions = len(range(0, 80, decide_every))
+    assert refused_steps == [fault] and task.log("refused") == 1 and task.log("decisions") == decisions - 1
+    # within the tolerance of the goal the goal itself is held (the planner ends the goto step there)
+    for k in range(decide_every):
+        task.step([goal[0] + 0.1, goal[1] - 0.1, 1.0], [1, 0, 0, 0], [0, 0, 0], np.full(6, 2.0))
+    position, _, _, sent = task.setpoint()
+    assert task.log("navState") == 3 and np.allclose(position, [goal[0], goal[1], contract.subgoal.flight_height_m])
+    task.set_param("navEnable", 0)
+    task.step(pos, q, v, raw)
+    assert task.setpoint()[3] == sent and task.log("navState") == 0  # off: nothing more is sent

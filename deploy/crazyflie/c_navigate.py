@@ -47,7 +47,9 @@ from deploy.crazyflie.c_model import c_float
 from deploy.crazyflie.errors import CodegenError
 
 NAV_SOURCES: tuple[str, ...] = ("nav_model.c", "nav_io.c")
-"""The generated C files of the navigate level (in ``src/``)."""
+"""The generated C files of the navigate level itself (in ``src/``): plain C, math.h only."""
+NAV_TASK_SOURCES: tuple[str, ...] = NAV_SOURCES + ("nav_task.c",)
+"""With its firmware task (deploy/crazyflie/c_navigate_task.py): what a --navigate project builds."""
 NAV_PREFIX = "nav"
 """Symbol prefix of the level's network (``nav_forward``), beside the goto skill's ``policy_forward``."""
 

@@ -209,10 +209,10 @@ def export_c(model: str | Path, out: str | Path, *, size_check: bool = True, par
 
 def _navigate_figures(project: GeneratedProject, size: SizeReport | None, parity_check: bool, parity_samples: int,
                       sequences: int) -> NavigateFigures:
-    from deploy.crazyflie.c_navigate import NAV_SOURCES
+    from deploy.crazyflie.c_navigate import NAV_TASK_SOURCES
     from deploy.crazyflie.cost import navigate_decision_cost
 
-    figures = NavigateFigures(cost=navigate_decision_cost(project.navigate), size=size.subset(NAV_SOURCES) if size else None,
+    figures = NavigateFigures(cost=navigate_decision_cost(project.navigate), size=size.subset(NAV_TASK_SOURCES) if size else None,
                               network_parity_max_abs=None, decision_parity_max_m=None, observation_parity_max_abs=None,
                               decisions_checked=0)
     if parity_check:

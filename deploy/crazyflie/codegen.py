@@ -28,7 +28,8 @@ from robot_hrl.robots import get_robot
 from deploy.crazyflie.c_contract import check_contract, generate_contract_c
 from deploy.crazyflie.c_controller import APP_CONFIG, CONTROLLER_C, KBUILD_SRC, KBUILD_TOP, MAKEFILE, SOURCES
 from deploy.crazyflie.c_model import generate_model_c
-from deploy.crazyflie.c_navigate import NAV_SOURCES
+from deploy.crazyflie.c_navigate import NAV_TASK_SOURCES
+from deploy.crazyflie.c_navigate_task import navigate_app_config
 from deploy.crazyflie.errors import CodegenError
 from deploy.crazyflie.firmware import FIRMWARE_MIN_RELEASE, FIRMWARE_PLATFORM, FIRMWARE_RELEASE
 from deploy.crazyflie.graph import LoweredModel, load_onnx, lower_onnx
@@ -123,8 +124,8 @@ def generate_project(model_path: str | Path, out_dir: str | Path, navigate: str 
     files = {
         out / "Makefile": MAKEFILE,
         out / "Kbuild": KBUILD_TOP,
-        out / "app-config": APP_CONFIG,
-        src / "Kbuild": KBUILD_SRC + "".join(f"obj-y += {s[:-2]}.o\n" for s in (NAV_SOURCES if level else ())),
+        out / "app-config": APP_CONFIG + (navigate_app_config() if level else ""),
+        src / "Kbuild": KBUILD_SRC + "".join(f"obj-y += {s[:-2]}.o\n" for s in (NAV_TASK_SOURCES if level else ())),
         src / "policy_model.h": model_h,
         src / "policy_model.c": model_c,
         src / "policy_io.h": io_h,

@@ -22,7 +22,8 @@ from robot_hrl.robots import get_robot
 from robot_hrl.sensing import RangeSensorSpec, robot_range_sensors
 
 from deploy.crazyflie.c_model import generate_model_c
-from deploy.crazyflie.c_navigate import NAV_PREFIX, NAV_SOURCES, check_navigate_contract, generate_navigate_c
+from deploy.crazyflie.c_navigate import NAV_PREFIX, NAV_TASK_SOURCES, check_navigate_contract, generate_navigate_c
+from deploy.crazyflie.c_navigate_task import generate_navigate_task_c
 from deploy.crazyflie.errors import CodegenError
 from deploy.crazyflie.graph import LoweredModel, load_onnx, lower_onnx
 
@@ -40,13 +41,14 @@ class NavigateLevel:
 
     @property
     def sources(self) -> list[Path]:
-        return [self.src_dir / s for s in NAV_SOURCES]
+        """The level's C and its firmware task (nav_task.c)."""
+        return [self.src_dir / s for s in NAV_TASK_SOURCES]
 
     def manifest(self) -> dict:
         return {"model": str(self.model_path), "model_sha256": self.model_sha256,
                 "contract": json.loads(self.contract.to_json()),
                 "layers": [list(d.weight.shape[::-1]) for d in self.model.dense_layers],
-                "sources": [f"src/{s}" for s in NAV_SOURCES]}
+                "sources": [f"src/{s}" for s in NAV_TASK_SOURCES]}
 
 
 def read_navigate_contract(onnx_model, path: Path) -> NavigateContract:
@@ -100,8 +102,10 @@ def generate_navigate_level(model_path: str | Path, src_dir: str | Path, goto_co
               f" * {banner_tail}\n * Do not edit: regenerate from the ONNX model. */")
     model_h, model_c = generate_model_c(lowered, "nav_model.h", banner, prefix=NAV_PREFIX)
     io_h, io_c = generate_navigate_c(contract, sensors, banner)
+    task_c = generate_navigate_task_c(contract, sensors, banner)
     src = Path(src_dir)
     src.mkdir(parents=True, exist_ok=True)
-    for name, text in (("nav_model.h", model_h), ("nav_model.c", model_c), ("nav_io.h", io_h), ("nav_io.c", io_c)):
+    for name, text in (("nav_model.h", model_h), ("nav_model.c", model_c), ("nav_io.h", io_h), ("nav_io.c", io_c),
+                       ("nav_task.c", task_c)):
         (src / name).write_text(text)
     return NavigateLevel(model_path=path, model=lowered, contract=contract, model_sha256=sha, sensors=sensors, src_dir=src)

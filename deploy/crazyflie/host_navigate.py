@@ -78,3 +78,44 @@ class HostNavigator:
     @property
     def decisions(self) -> int:
         return int(self.lib.navDecisions())
+
+
+class HostNavigatorTask:
+    """The level's app task (``nav_task.c``) in a host build, with the firmware stand-ins of
+    ``firmware_stubs/nav_task_stub.c``: the state estimate and the ranges go in, the commander's setpoints come out;
+    parameters are written through their addresses, as the parameter service does."""
+
+    STATE_NAMES = ("x", "y", "z", "vx", "vy", "vz", "qw", "qx", "qy", "qz")
+
+    def __init__(self, host: HostController):
+        lib = host.lib
+        lib.navTaskStep.restype = None
+        lib.stubNavSetRanges.argtypes = [_F32P]
+        lib.stubNavSetState.argtypes = [_F32P]
+        lib.stubNavSetpoint.argtypes = [_F32P]
+        lib.stubNavSetpoint.restype = ctypes.c_int
+        self.lib = lib
+
+    def set_param(self, name: str, value) -> None:
+        address = ctypes.c_void_p.in_dll(self.lib, f"stubParam_{name}").value
+        ctype = ctypes.c_uint8 if name == "navEnable" else ctypes.c_float
+        ctype.from_address(address).value = value
+
+    def log(self, name: str):
+        address = ctypes.c_void_p.in_dll(self.lib, f"stubLog_{name}").value
+        ctype = {"navState": ctypes.c_uint8, "decisions": ctypes.c_uint32, "refused": ctypes.c_uint32}.get(name, ctypes.c_float)
+        return ctype.from_address(address).value
+
+    def step(self, position_w, quat_wxyz, velocity_w, ranges_m) -> None:
+        """One 100 ms step of the task with this state estimate and these ``rangeGet`` values (range.h order)."""
+        state = np.r_[np.asarray(position_w, dtype=np.float64), np.asarray(velocity_w, dtype=np.float64),
+                      np.asarray(quat_wxyz, dtype=np.float64)]
+        self.lib.stubNavSetState(np.ascontiguousarray(state, dtype=np.float32))
+        self.lib.stubNavSetRanges(np.ascontiguousarray(np.asarray(ranges_m, dtype=np.float32).reshape(6)))
+        self.lib.navTaskStep()
+
+    def setpoint(self) -> tuple[np.ndarray, tuple[int, int, int], int, int]:
+        """(position, modes x y z, priority, setpoints sent so far) of the commander's last setpoint."""
+        out = np.zeros(7, dtype=np.float32)
+        n = self.lib.stubNavSetpoint(out)
+        return out[:3].astype(np.float64), (int(out[3]), int(out[4]), int(out[5])), int(out[6]), int(n)

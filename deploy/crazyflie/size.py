@@ -243,10 +243,8 @@ void probe_reset(void)
 __attribute__((section(".isr_vector"), used)) const void *const probeVectors[2] = {&_probe_estack, probe_reset};
 """
 
-_PROBE_NAV_CALLS = r"""    if (tick % 500u == 0u) {  /* both levels: the navigate level's sense and decision (its own task onboard) */
-      static float p[3], q[4] = {1.0f, 0.0f, 0.0f, 0.0f}, r[NAV_NUM_RANGERS], v[3], g[3], sg[3];
-      (void)navSense(p, q, r);
-      (void)navDecide(p, q, v, g, sg);
+_PROBE_NAV_CALLS = r"""    if (tick % 100u == 0u) {  /* both levels: a step of the navigate level's task (appMain's loop body) */
+      navTaskStep();
     }
 """
 
@@ -269,14 +267,15 @@ def link_probe_image(project: GeneratedProject, build_dir: str | Path) -> ProbeI
     (build / "probe.ld").write_text(_PROBE_LD)
     probe_c = _PROBE_C
     if project.navigate is not None:  # link the level too, or --gc-sections drops it
-        probe_c = probe_c.replace('#include "controller.h"\n', '#include "controller.h"\n#include "nav_io.h"\n')
+        probe_c = probe_c.replace('#include "controller.h"\n', '#include "controller.h"\nvoid navTaskStep(void);\n')
         probe_c = probe_c.replace("    controllerOutOfTree(&probeControl, &probeSetpoint, &probeSensors, &probeState, tick);\n",
                                   "    controllerOutOfTree(&probeControl, &probeSetpoint, &probeSensors, &probeState, tick);\n"
                                   + _PROBE_NAV_CALLS)
     (build / "probe_main.c").write_text(probe_c)
     elf, binary = build / "cf2.elf", build / "cf2.bin"
     cmd = [gcc, *ARM_CFLAGS, *stub_includes(project, build), *map(str, project.sources),
-           *(str(STUB_DIR / s) for s in PROBE_STUB_SOURCES), str(build / "probe_main.c"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
+           *(str(STUB_DIR / s) for s in PROBE_STUB_SOURCES + (("nav_task_stub.c",) if project.navigate else ())),
+           str(build / "probe_main.c"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
            "-Wl,--gc-sections", f"-Wl,-T,{build / 'probe.ld'}", "-o", str(elf), "-lm"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
