@@ -42,9 +42,26 @@ class HoverThrustFilter:
     """One-state EKF on the hover thrust (see the module docstring). All quantities in SI; the thrust in the unit of
     the command the vehicle is given (a quadrotor: its collective thrust command, N)."""
 
-    __slots__ = ("g", "prior_n", "prior_sigma_n", "min_n", "max_n", "q", "gate", "min_accel_var", "init_accel_var",
-                 "hover_n", "var", "accel_var", "residual_lpf", "ratio_lpf", "innovation", "test_ratio", "fused",
-                 "rejected")
+    __slots__ = (
+        "accel_var",
+        "fused",
+        "g",
+        "gate",
+        "hover_n",
+        "init_accel_var",
+        "innovation",
+        "max_n",
+        "min_accel_var",
+        "min_n",
+        "prior_n",
+        "prior_sigma_n",
+        "q",
+        "ratio_lpf",
+        "rejected",
+        "residual_lpf",
+        "test_ratio",
+        "var",
+    )
 
     def __init__(self, prior_n: float, prior_sigma_n: float, min_n: float, max_n: float, process_noise_n: float,
                  gate_sigma: float, min_accel_var: float, init_accel_var: float, gravity_mps2: float = 9.80665):
@@ -84,7 +101,7 @@ class HoverThrustFilter:
         """The hover thrust may drift: its variance grows by ``q^2 dt`` (capped at the prior's)."""
         var = self.var + self.q * self.q * dt_s
         cap = self.prior_sigma_n * self.prior_sigma_n
-        self.var = var if var < cap else cap
+        self.var = min(cap, var)
 
     def fuse(self, accel_z_mps2: float, thrust_z_n: float, dt_s: float, extra_var: float = 0.0) -> bool:
         """Fuse one vertical acceleration (m/s^2, up) measured while the vertical thrust was ``thrust_z_n``;
@@ -103,9 +120,9 @@ class HoverThrustFilter:
         if ratio < 1.0:
             k = p * jac / s
             h = h + k * innov
-            self.hover_n = self.min_n if h < self.min_n else self.max_n if h > self.max_n else h
+            self.hover_n = self.min_n if h < self.min_n else min(h, self.max_n)
             var = (1.0 - k * jac) * p
-            self.var = var if var > 1e-12 else 1e-12
+            self.var = max(1e-12, var)
             residual = accel_z_mps2 - (g * thrust_z_n / self.hover_n - g)
             self.fused += 1
             passed = True
@@ -122,7 +139,7 @@ class HoverThrustFilter:
         unbiased = residual - self.residual_lpf
         jac = -g * thrust_z_n / (self.hover_n * self.hover_n)
         av = (1.0 - b) * self.accel_var + b * (unbiased * unbiased + jac * self.var * jac)
-        self.accel_var = av if av > self.min_accel_var else self.min_accel_var
+        self.accel_var = max(self.min_accel_var, av)
         return passed
 
     @property
@@ -134,4 +151,4 @@ class HoverThrustFilter:
         """(estimate - k sigma, estimate + k sigma), within ``[min_n, max_n]``."""
         d = k_sigma * math.sqrt(self.var)
         lo, hi = self.hover_n - d, self.hover_n + d
-        return (lo if lo > self.min_n else self.min_n, hi if hi < self.max_n else self.max_n)
+        return (max(self.min_n, lo), min(self.max_n, hi))

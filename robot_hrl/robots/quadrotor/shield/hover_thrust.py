@@ -48,7 +48,10 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from robot_hrl.robots.quadrotor.ground_effect import ground_effect_gain, ground_effect_height_clip_m
+from robot_hrl.robots.quadrotor.ground_effect import (
+    ground_effect_gain,
+    ground_effect_height_clip_m,
+)
 from robot_hrl.safety.hover_thrust import HoverThrustFilter
 from robot_hrl.safety.records import OK, WARN
 from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
@@ -82,7 +85,7 @@ class HoverThrustCfg(BaseModel):
         "(False: the estimate feeds the backup's thrust forward only)"))
 
     @model_validator(mode="after")
-    def _ordered(self) -> "HoverThrustCfg":
+    def _ordered(self) -> HoverThrustCfg:
         lo, hi = self.motor_time_constant_range_s
         if not 0.0 < lo <= hi:
             raise ValueError(f"hover_thrust.motor_time_constant_range_s must be 0 < min <= max, got {self.motor_time_constant_range_s}")
@@ -106,7 +109,7 @@ class HoverThrustUnit(ShieldUnit):
     config_model = HoverThrustCfg
 
     @classmethod
-    def build(cls, ctx: ShieldContext) -> "HoverThrustUnit":
+    def build(cls, ctx: ShieldContext) -> HoverThrustUnit:
         return cls(ctx.config, ctx.model, ctx.world)
 
     def __init__(self, cfg, model, world=None):
@@ -187,7 +190,7 @@ class HoverThrustUnit(ShieldUnit):
         """Advance the lags with the command passed last tick; the thrust band over that tick (mean of each lag)."""
         q = self._queue
         prev_thrust = prev[0]
-        q.append(prev_thrust if prev_thrust > 0.0 else 0.0)
+        q.append(max(0.0, prev_thrust))
         del q[0]
         k = self._spread_k
         sp = self._spread
@@ -200,10 +203,8 @@ class HoverThrustUnit(ShieldUnit):
             s1 = s0 + lag[0] * (targets[lag[1]] - s0)
             lag[2] = s1
             mean = 0.5 * (s0 * s0 + s1 * s1)
-            if mean < lo:
-                lo = mean
-            if mean > hi:
-                hi = mean
+            lo = min(lo, mean)
+            hi = max(hi, mean)
         return lo, hi
 
     def check(self, tick: Tick) -> None:
@@ -287,7 +288,7 @@ class HoverThrustUnit(ShieldUnit):
         f = self.filter
         d = self.cfg.bound_sigma * f.sigma_n + self.bias_fraction * f.hover_n
         lo, hi = f.hover_n - d, f.hover_n + d
-        return (lo if lo > f.min_n else f.min_n, hi if hi < f.max_n else f.max_n)
+        return (max(f.min_n, lo), min(f.max_n, hi))
 
     def status(self) -> tuple[int, str]:
         if self.converged:
