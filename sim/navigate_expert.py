@@ -79,7 +79,7 @@ class GeodesicExpert:
         """:meth:`clearance_m`'s rule on every cell centre, box by box (the same boxes, the fence, the height)."""
         res, pool, z = self.cfg.clearance_resolution_m, self.pool, self.cfg.clearance_height_m
         size = (pool.room_upper[:, :2] - pool.room_lower[:, :2]).amax(dim=0)
-        nx, ny = (int(math.ceil(float(v) / res)) for v in size)
+        nx, ny = (math.ceil(float(v) / res) for v in size)
         gy, gx = torch.meshgrid((torch.arange(ny) + 0.5) * res, (torch.arange(nx) + 0.5) * res, indexing="ij")
         xy = pool.room_lower[:, None, None, :2] + torch.stack((gx, gy), dim=-1)[None]           # (R, ny, nx, 2)
         out = torch.minimum(xy - pool.room_lower[:, None, None, :2], pool.room_upper[:, None, None, :2] - xy).amin(dim=-1)

@@ -72,7 +72,7 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
         assert len(r["episodes"]) == 2 and all(e is not None for e in r["episodes"])
         for e in r["episodes"]:
             assert e["success"] + e["collided"] + e["time_out"] == 1
-        for d, by in r["by_density"].items():
+        for by in r["by_density"].values():
             assert sum(by["failures"].values()) == round(by["episodes"] * (1 - by["success_rate"]))
     assert plot_results(results, tmp_path, "t").is_file()
     # PyBullet: the reactive planner, one room; judged against the room's geometry
