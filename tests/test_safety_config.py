@@ -31,7 +31,8 @@ def test_shipped_config_loads_and_builds_a_shield(world):
     # designed for the slowest motor of the training's range and a step of latency (docs/safety.md)
     assert cfg.stopping.motor_time_constant_s == 0.15 and cfg.stopping.actuation_latency_s == 0.01
     shield = Shield.from_yaml(DEFAULT_SHIELD_CONFIG, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
-    assert [u.name for u in shield.units] == ["estop", "odometry", "watchdog", "battery", "command", "limits", "geofence", "altitude", "obstacles", "subgoal"]
+    assert [u.name for u in shield.units] == ["estop", "odometry", "watchdog", "battery", "command", "hover_thrust", "limits", "geofence",
+                                             "altitude", "obstacles", "subgoal"]
     assert Shield.from_yaml(None, CRAZYFLIE_2X, world, 1.0).config == cfg
 
 

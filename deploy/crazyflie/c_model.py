@@ -35,7 +35,7 @@ def c_array(name: str, values: np.ndarray, per_line: int = 8) -> str:
     return f"static const float {name}[{flat.size}] = {{\n" + "\n".join(lines) + "\n};\n"
 
 
-def _allocate(model: LoweredModel) -> tuple[dict[str, str], list[int]]:
+def _allocate(model: LoweredModel, prefix: str = PREFIX) -> tuple[dict[str, str], list[int]]:
     """Storage of every row value: the input pointer, the output pointer, or a scratch buffer.
 
     Greedy liveness allocation. An element-wise step writes in place when its source dies there;
@@ -59,7 +59,7 @@ def _allocate(model: LoweredModel) -> tuple[dict[str, str], list[int]]:
         elif not isinstance(s, Dense) and dying:
             buf = owner[dying[0]]  # in place
             owner[s.dst] = buf
-            storage[s.dst] = f"{PREFIX}_buf{buf}"
+            storage[s.dst] = f"{prefix}_buf{buf}"
             sizes[buf] = max(sizes[buf], model.sizes[s.dst])
             dying = dying[1:]
         else:
@@ -72,7 +72,7 @@ def _allocate(model: LoweredModel) -> tuple[dict[str, str], list[int]]:
                 buf = len(sizes)
                 sizes.append(n)
             owner[s.dst] = buf
-            storage[s.dst] = f"{PREFIX}_buf{buf}"
+            storage[s.dst] = f"{prefix}_buf{buf}"
         for r in dying:
             free.append(owner.pop(r))
     return storage, sizes
@@ -80,7 +80,7 @@ def _allocate(model: LoweredModel) -> tuple[dict[str, str], list[int]]:
 
 _HELPERS = r"""
 /* y[o] = b[o] + sum_i w[o][i] * x[i]; four partial sums keep the FPU pipeline busy. */
-static void policy_dense(const float *w, const float *b, const float *x, float *y, int n_out, int n_in)
+static void {prefix}_dense(const float *w, const float *b, const float *x, float *y, int n_out, int n_in)
 {
   for (int o = 0; o < n_out; ++o) {
     const float *row = w + o * n_in;
@@ -110,22 +110,25 @@ _ACT_EXPR = {
 _OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
-def generate_model_c(model: LoweredModel, header: str, banner: str) -> tuple[str, str]:
-    """(policy_model.h, policy_model.c) for ``model``."""
-    storage, buf_sizes = _allocate(model)
+def generate_model_c(model: LoweredModel, header: str, banner: str, prefix: str = PREFIX) -> tuple[str, str]:
+    """(policy_model.h, policy_model.c) for ``model``; every symbol starts with ``prefix`` (``policy``: the goto
+    skill's ``policy_forward``; ``nav``: the navigate level's ``nav_forward``, linked beside it), every macro with
+    its upper case."""
+    storage, buf_sizes = _allocate(model, prefix)
+    up = prefix.upper()
     n_in, n_out = model.input_size, model.output_size
     h = f"""{banner}
-#ifndef POLICY_MODEL_H
-#define POLICY_MODEL_H
+#ifndef {up}_MODEL_H
+#define {up}_MODEL_H
 
-#define POLICY_MODEL_INPUT_SIZE {n_in}
-#define POLICY_MODEL_OUTPUT_SIZE {n_out}
+#define {up}_MODEL_INPUT_SIZE {n_in}
+#define {up}_MODEL_OUTPUT_SIZE {n_out}
 
 /* One inference: in[{n_in}] (the contract's observation) -> out[{n_out}] (normalized actions).
  * Not reentrant (static scratch buffers); call it from one task. */
-void policy_forward(const float in[POLICY_MODEL_INPUT_SIZE], float out[POLICY_MODEL_OUTPUT_SIZE]);
+void {prefix}_forward(const float in[{up}_MODEL_INPUT_SIZE], float out[{up}_MODEL_OUTPUT_SIZE]);
 
-#endif /* POLICY_MODEL_H */
+#endif /* {up}_MODEL_H */
 """
     consts: list[str] = []
     body: list[str] = []
@@ -139,16 +142,16 @@ void policy_forward(const float in[POLICY_MODEL_INPUT_SIZE], float out[POLICY_MO
         body.append(f"  /* step {k}: {type(s).__name__} from ONNX node '{s.node}' */")
         if isinstance(s, Dense):
             n_o, n_i = s.weight.shape
-            wname = f"{PREFIX}_w{k}"
+            wname = f"{prefix}_w{k}"
             consts.append(c_array(wname, s.weight))
             bname = "0"
             if s.bias is not None:
-                bname = f"{PREFIX}_b{k}"
+                bname = f"{prefix}_b{k}"
                 consts.append(c_array(bname, s.bias))
-            body.append(f"  policy_dense({wname}, {bname}, {ref(s.src)}, {ref(s.dst)}, {n_o}, {n_i});")
+            body.append(f"  {prefix}_dense({wname}, {bname}, {ref(s.src)}, {ref(s.dst)}, {n_o}, {n_i});")
         elif isinstance(s, ConstOp):
             n = model.sizes[s.dst]
-            cname = f"{PREFIX}_c{k}"
+            cname = f"{prefix}_c{k}"
             sym = _OP_SYMBOL[s.op]
             if np.all(s.const == s.const[0]):
                 cval = c_float(s.const[0])
@@ -177,7 +180,7 @@ void policy_forward(const float in[POLICY_MODEL_INPUT_SIZE], float out[POLICY_MO
     if storage.get(model.output_name) != "out":
         body.append(f"  for (int i = 0; i < {n_out}; ++i) out[i] = {ref(model.output_name)}[i];")
 
-    bufs = "".join(f"static float {PREFIX}_buf{b}[{n}];\n" for b, n in enumerate(buf_sizes))
+    bufs = "".join(f"static float {prefix}_buf{b}[{n}];\n" for b, n in enumerate(buf_sizes))
     c = f"""{banner}
 #include <math.h>
 
@@ -186,8 +189,8 @@ void policy_forward(const float in[POLICY_MODEL_INPUT_SIZE], float out[POLICY_MO
 /* ---- weights ({sum(int(np.asarray(d.weight).size) + (0 if d.bias is None else d.bias.size) for d in model.dense_layers)} parameters in dense layers) ---- */
 {"".join(consts)}
 /* ---- scratch rows (.bss) ---- */
-{bufs}{_HELPERS}
-void policy_forward(const float in[POLICY_MODEL_INPUT_SIZE], float out[POLICY_MODEL_OUTPUT_SIZE])
+{bufs}{_HELPERS.replace("{prefix}", prefix)}
+void {prefix}_forward(const float in[{up}_MODEL_INPUT_SIZE], float out[{up}_MODEL_OUTPUT_SIZE])
 {{
 {chr(10).join(body)}
 }}

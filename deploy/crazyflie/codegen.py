@@ -20,6 +20,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract
 from robot_hrl.robots import get_robot
@@ -27,9 +28,14 @@ from robot_hrl.robots import get_robot
 from deploy.crazyflie.c_contract import check_contract, generate_contract_c
 from deploy.crazyflie.c_controller import APP_CONFIG, CONTROLLER_C, KBUILD_SRC, KBUILD_TOP, MAKEFILE, SOURCES
 from deploy.crazyflie.c_model import generate_model_c
+from deploy.crazyflie.c_navigate import NAV_TASK_SOURCES
+from deploy.crazyflie.c_navigate_task import navigate_app_config
 from deploy.crazyflie.errors import CodegenError
 from deploy.crazyflie.firmware import FIRMWARE_MIN_RELEASE, FIRMWARE_PLATFORM, FIRMWARE_RELEASE
 from deploy.crazyflie.graph import LoweredModel, load_onnx, lower_onnx
+
+if TYPE_CHECKING:
+    from deploy.crazyflie.codegen_navigate import NavigateLevel
 
 STUB_DIR = Path(__file__).resolve().parent / "firmware_stubs"
 """Our own minimal firmware headers for the host/ARM test builds (see firmware_stubs/README.md)."""
@@ -43,6 +49,8 @@ class GeneratedProject:
     model: LoweredModel
     contract: PolicyContract
     model_sha256: str
+    navigate: "NavigateLevel | None" = None
+    """The navigate level generated beside the controller (``--navigate``), or None."""
 
     @property
     def src_dir(self) -> Path:
@@ -50,7 +58,8 @@ class GeneratedProject:
 
     @property
     def sources(self) -> list[Path]:
-        return [self.src_dir / s for s in SOURCES]
+        """Every generated C source: the controller's, then the navigate level's when there is one."""
+        return [self.src_dir / s for s in SOURCES] + (self.navigate.sources if self.navigate else [])
 
     @property
     def app_config(self) -> str:
@@ -58,16 +67,26 @@ class GeneratedProject:
         return (self.out_dir / "app-config").read_text()
 
 
-def read_contract(model) -> PolicyContract:
+def read_contract(model, path: Path | None = None) -> PolicyContract:
     meta = {p.key: p.value for p in model.metadata_props}
-    return PolicyContract.from_json(meta.get(CONTRACT_METADATA_KEY))
+    text = meta.get(CONTRACT_METADATA_KEY)
+    try:
+        skill = json.loads(text).get("skill") if text else None
+    except (json.JSONDecodeError, AttributeError):
+        skill = None
+    if skill == "navigate":
+        raise CodegenError(f"{path or 'the model'} is a navigate level, not a skill: give the goto skill as the model and "
+                           "the level with --navigate (robot-hrl export-c models/crazyflie_goto.onnx --navigate "
+                           "models/crazyflie_navigate.onnx)")
+    return PolicyContract.from_json(text)
 
 
-def generate_project(model_path: str | Path, out_dir: str | Path) -> GeneratedProject:
-    """Lower ``model_path`` and write the out-of-tree controller project to ``out_dir``."""
+def generate_project(model_path: str | Path, out_dir: str | Path, navigate: str | Path | None = None) -> GeneratedProject:
+    """Lower ``model_path`` and write the out-of-tree controller project to ``out_dir``; with ``navigate`` (a
+    navigate level's ONNX, trained over this goto model) the level's C too (deploy/crazyflie/codegen_navigate.py)."""
     model_path = Path(model_path)
     onnx_model = load_onnx(model_path)
-    contract = read_contract(onnx_model)
+    contract = read_contract(onnx_model, model_path)
     try:
         robot = get_robot(contract.robot.name)
     except KeyError as exc:
@@ -92,6 +111,12 @@ def generate_project(model_path: str | Path, out_dir: str | Path) -> GeneratedPr
     model_h, model_c = generate_model_c(lowered, "policy_model.h", banner)
     io_h, io_c = generate_contract_c(contract, banner)
     controller_c = CONTROLLER_C.format(banner=banner)
+    level = None
+    if navigate is not None:
+        from deploy.crazyflie.codegen_navigate import generate_navigate_level
+
+        level = generate_navigate_level(navigate, Path(out_dir) / "src", contract, sha,
+                                        f"For crazyflie-firmware {FIRMWARE_RELEASE} ({FIRMWARE_PLATFORM}); plain C, math.h only.")
 
     out = Path(out_dir)
     src = out / "src"
@@ -99,8 +124,8 @@ def generate_project(model_path: str | Path, out_dir: str | Path) -> GeneratedPr
     files = {
         out / "Makefile": MAKEFILE,
         out / "Kbuild": KBUILD_TOP,
-        out / "app-config": APP_CONFIG,
-        src / "Kbuild": KBUILD_SRC,
+        out / "app-config": APP_CONFIG + (navigate_app_config() if level else ""),
+        src / "Kbuild": KBUILD_SRC + "".join(f"obj-y += {s[:-2]}.o\n" for s in (NAV_TASK_SOURCES if level else ())),
         src / "policy_model.h": model_h,
         src / "policy_model.c": model_c,
         src / "policy_io.h": io_h,
@@ -118,5 +143,7 @@ def generate_project(model_path: str | Path, out_dir: str | Path) -> GeneratedPr
         "sources": [f"src/{s}" for s in SOURCES],
         "firmware_release": FIRMWARE_RELEASE,
     }
+    if level is not None:
+        manifest["navigate"] = level.manifest()
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    return GeneratedProject(out_dir=out, model=lowered, contract=contract, model_sha256=sha)
+    return GeneratedProject(out_dir=out, model=lowered, contract=contract, model_sha256=sha, navigate=level)

@@ -163,17 +163,98 @@ def dense_loop_cycles_per_mac(disassembly: str, function: str = "policy_dense") 
     return cycles / n_fma, detail
 
 
-def cycle_models_from_object(object_path, objdump: str = "arm-none-eabi-objdump") -> tuple[CycleModel, CycleModel, str]:
+def cycle_models_from_object(object_path, objdump: str = "arm-none-eabi-objdump",
+                             function: str = "policy_dense") -> tuple[CycleModel, CycleModel, str]:
     """(nominal, pessimistic) cycle models with cycles/MAC read from the compiled policy_model.o."""
     import subprocess
 
     res = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(object_path)], capture_output=True, text=True)
     if res.returncode != 0:
         raise ValueError(f"objdump failed: {res.stderr.strip()}")
-    cpm, detail = dense_loop_cycles_per_mac(res.stdout)
+    cpm, detail = dense_loop_cycles_per_mac(res.stdout, function)
     nominal = CycleModel(cycles_per_mac=cpm)
     pessimistic = CycleModel(cycles_per_mac=cpm + FLASH_WAIT_CYCLES_PER_MAC,
                              cycles_per_elementwise=PESSIMISTIC.cycles_per_elementwise,
                              cycles_per_transcendental=PESSIMISTIC.cycles_per_transcendental,
                              overhead_cycles=PESSIMISTIC.overhead_cycles)
     return nominal, pessimistic, detail
+
+
+# ---- the navigate level's own work: the range memory and the observation (deploy/crazyflie/c_navigate.py) ------
+# Cycle counts per loop iteration from the Cortex-M4 TRM timings above, as the generated loops are written:
+# - a spacing check in navSense (one remembered point against one new hit): 2 VLDR (3), 2 VSUB, VMUL + VFMA (4),
+#   VSQRT.F32 (14), VCMP + VMRS + a conditional select (3), loop increment and branch (4): 30 cycles;
+# - a point binned in nav_sectors: 2 VLDR (3), 2 VSUB, the yaw rotation (2 VMUL + 2 VFMA, 8), the distance
+#   (VMUL + VFMA + VSQRT, 18), a compare and branch (4), VDIV.F32 (14), VADD, newlib's floorf (a call and its
+#   bit tests, ~20), VCVT, the modulo (SDIV 2-12, MLS, ~8), the sector compare and store (5), loop (4): 90
+#   cycles plus one atan2f (newlib's fdlibm __ieee754_atan2f + atanf, a call, ~40 float operations and
+#   branches: counted as one transcendental, 150 nominal / 250 pessimistic);
+# - the observation's terms, clips and finiteness checks and the action mapping: two yaw extractions (VSQRT,
+#   2 VDIV), ~60 compares for the clips and checks: 600 cycles (the goto's overhead_cycles for its observation).
+SPACING_CHECK_CYCLES = 30.0
+SECTOR_POINT_CYCLES = 90.0
+NAVIGATE_IO_OVERHEAD_CYCLES = 600.0
+
+
+@dataclass(frozen=True)
+class NavigateIoCost:
+    """The range memory and observation of one decision (one ``navSense`` + one ``navDecide``), network excluded."""
+
+    spacing_checks: int
+    """navSense: every memory sensor's hit against every slot of the ring (worst case: all hit)."""
+    sector_points: int
+    """nav_sectors: every slot binned (worst case: all within range_m, one atan2f each)."""
+
+    def cycles(self, model: CycleModel = NOMINAL) -> float:
+        scale = model.cycles_per_elementwise / NOMINAL.cycles_per_elementwise  # the pessimistic model's margin
+        return (self.spacing_checks * SPACING_CHECK_CYCLES * scale
+                + self.sector_points * (SECTOR_POINT_CYCLES * scale + model.cycles_per_transcendental)
+                + NAVIGATE_IO_OVERHEAD_CYCLES * model.overhead_cycles / NOMINAL.overhead_cycles)
+
+    def microseconds(self, model: CycleModel = NOMINAL, cpu_hz: float = CPU_HZ) -> float:
+        return self.cycles(model) / cpu_hz * 1e6
+
+
+def navigate_io_cost(contract) -> NavigateIoCost:
+    """Worst-case memory and observation work per decision of a navigate contract (robot_hrl.contract.navigate)."""
+    mem = contract.memory
+    if mem is None:
+        return NavigateIoCost(spacing_checks=0, sector_points=0)
+    return NavigateIoCost(spacing_checks=len(mem.sensors) * mem.capacity, sector_points=mem.capacity)
+
+
+@dataclass(frozen=True)
+class NavigateDecisionCost:
+    """One decision of the navigate level on the STM32F405: its network (the goto's cost model) and its io."""
+
+    network: InferenceCost
+    io: NavigateIoCost
+    decision_rate_hz: float
+
+    def network_microseconds(self, model: CycleModel = NOMINAL) -> float:
+        """The network alone (the goto's model without its observation overhead: the level's io counts that)."""
+        return (self.network.cycles(model) - model.overhead_cycles) / CPU_HZ * 1e6
+
+    def microseconds(self, model: CycleModel = NOMINAL) -> float:
+        return self.network_microseconds(model) + self.io.microseconds(model)
+
+    def cpu_share(self, model: CycleModel = NOMINAL) -> float:
+        """Fraction of the core the level takes at its decision rate."""
+        return self.microseconds(model) * 1e-6 * self.decision_rate_hz
+
+    def summary(self, nominal: CycleModel = NOMINAL, pessimistic: CycleModel = PESSIMISTIC) -> str:
+        nom, pes = self.microseconds(nominal), self.microseconds(pessimistic)
+        text = (f"{self.network.macs} MACs, {self.network.transcendentals} expf, {self.io.spacing_checks} memory spacing "
+                f"checks, {self.io.sector_points} points binned (atan2f) per decision; estimated {nom:.0f} us nominal, "
+                f"{pes:.0f} us pessimistic at {CPU_HZ / 1e6:.0f} MHz (network {self.network_microseconds(nominal):.0f} us, "
+                f"memory and observation {self.io.microseconds(nominal):.0f} us); {100 * self.cpu_share(nominal):.2f} % of "
+                f"the core at {self.decision_rate_hz:g} Hz")
+        if nom > STABILIZER_TICK_US:
+            text += f"; longer than one 1 kHz stabilizer tick ({STABILIZER_TICK_US:g} us): run it in a task of its own, not in the stabilizer loop"
+        return text
+
+
+def navigate_decision_cost(level) -> NavigateDecisionCost:
+    """The cost of one decision of a generated navigate level (deploy/crazyflie/codegen_navigate.NavigateLevel)."""
+    return NavigateDecisionCost(network=inference_cost(level.model), io=navigate_io_cost(level.contract),
+                                decision_rate_hz=level.contract.decision_rate_hz)

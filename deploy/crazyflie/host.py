@@ -222,7 +222,8 @@ _F32P = np.ctypeslib.ndpointer(dtype=np.float32, flags="C_CONTIGUOUS")
 _U16P = np.ctypeslib.ndpointer(dtype=np.uint16, flags="C_CONTIGUOUS")
 _I32P = np.ctypeslib.ndpointer(dtype=np.int32, flags="C_CONTIGUOUS")
 
-HOST_STUB_SOURCES: tuple[str, ...] = ("controller_pid_stub.c", "estimator_stub.c", "power_distribution_stub.c")
+HOST_STUB_SOURCES: tuple[str, ...] = ("controller_pid_stub.c", "estimator_stub.c", "power_distribution_stub.c",
+                                      "nav_task_stub.c")
 """Stand-ins of the firmware linked into the host library (firmware_stubs/)."""
 
 CONTROL_FIELDS = ("controlMode", "roll", "pitch", "yaw", "thrust", "thrustSi", "torqueX", "torqueY", "torqueZ")

@@ -113,16 +113,18 @@ int main(void)
 """
 
 
-def build_qemu_image(project: GeneratedProject, build_dir: str | Path) -> Path:
-    """Cross-compile the generated model and contract code into a semihosting ELF for QEMU."""
+def build_qemu_image(project: GeneratedProject, build_dir: str | Path, main_c: str = _MAIN_C,
+                     sources: tuple[str, ...] = ("policy_model.c", "policy_io.c"), name: str = "policy_qemu") -> Path:
+    """Cross-compile the generated model and contract code (``sources`` of ``src/``) with a test program
+    (``main_c``) into a semihosting ELF for QEMU."""
     gcc = find_tool("arm-none-eabi-gcc")
     build = Path(build_dir)
     build.mkdir(parents=True, exist_ok=True)
     (build / "qemu.ld").write_text(_LINKER_SCRIPT)
-    (build / "qemu_main.c").write_text(_MAIN_C)
-    elf = build / "policy_qemu.elf"
+    (build / f"{name}_main.c").write_text(main_c)
+    elf = build / f"{name}.elf"
     cmd = [gcc, *ARM_CFLAGS, f"-DSTATE_ROW={STATE_ROW_SIZE}", f"-I{project.src_dir}", f"-I{STUB_DIR}",
-           str(build / "qemu_main.c"), str(project.src_dir / "policy_model.c"), str(project.src_dir / "policy_io.c"),
+           str(build / f"{name}_main.c"), *(str(project.src_dir / s) for s in sources),
            "--specs=rdimon.specs", f"-Wl,-T,{build / 'qemu.ld'}", "-Wl,--gc-sections", "-o", str(elf), "-lm"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -130,12 +132,21 @@ def build_qemu_image(project: GeneratedProject, build_dir: str | Path) -> Path:
     return elf
 
 
-def run_on_qemu(project: GeneratedProject, observations: np.ndarray, state_rows: np.ndarray,
-                last_actions: np.ndarray, build_dir: str | Path, timeout_s: float = 300.0):
-    """(actions, observations, ok) computed by the Cortex-M4 build under QEMU."""
+def run_qemu_image(elf: Path, build: Path, timeout_s: float = 300.0) -> None:
+    """Run a semihosting test image on the emulated STM32F405 in ``build`` (its files are read and written there)."""
     qemu = shutil.which(QEMU)
     if qemu is None:
         raise ToolchainError(f"{QEMU} is not installed (Debian/Ubuntu: apt-get install qemu-system-arm)")
+    res = subprocess.run([qemu, "-M", MACHINE, "-nographic", "-monitor", "none", "-serial", "none",
+                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
+                         cwd=build, capture_output=True, text=True, timeout=timeout_s)
+    if "robot_hrl-qemu: done" not in res.stdout:
+        raise ToolchainError(f"the QEMU run did not finish: {res.stdout[-1000:]} {res.stderr[-1000:]}")
+
+
+def run_on_qemu(project: GeneratedProject, observations: np.ndarray, state_rows: np.ndarray,
+                last_actions: np.ndarray, build_dir: str | Path, timeout_s: float = 300.0):
+    """(actions, observations, ok) computed by the Cortex-M4 build under QEMU."""
     build = Path(build_dir).resolve()  # QEMU runs in it: -kernel and the files must not be relative to it
     elf = build_qemu_image(project, build)
     n_obs, n_act = project.model.input_size, project.model.output_size
@@ -143,11 +154,7 @@ def run_on_qemu(project: GeneratedProject, observations: np.ndarray, state_rows:
     rows = np.concatenate([np.asarray(state_rows, dtype=np.float32).reshape(-1, STATE_ROW_SIZE),
                            np.asarray(last_actions, dtype=np.float32).reshape(-1, n_act)], axis=1)
     np.ascontiguousarray(rows).tofile(build / "states.bin")
-    res = subprocess.run([qemu, "-M", MACHINE, "-nographic", "-monitor", "none", "-serial", "none",
-                          "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)],
-                         cwd=build, capture_output=True, text=True, timeout=timeout_s)
-    if "robot_hrl-qemu: done" not in res.stdout:
-        raise ToolchainError(f"the QEMU run did not finish: {res.stdout[-1000:]} {res.stderr[-1000:]}")
+    run_qemu_image(elf, build, timeout_s)
     actions = np.fromfile(build / "act.bin", dtype=np.float32).reshape(-1, n_act)
     out = np.fromfile(build / "obs_out.bin", dtype=np.float32).reshape(-1, project.contract.observation_size + 1)
     return actions, out[:, :-1], out[:, -1] == 1.0

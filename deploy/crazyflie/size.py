@@ -48,6 +48,15 @@ class SizeReport:
     """Per source file: text, rodata, data, bss."""
     stack_frames: dict[str, int] = field(default_factory=dict)
     """Function -> stack frame in bytes (-fstack-usage)."""
+    frame_files: dict[str, str] = field(default_factory=dict)
+    """Function -> the source it is in."""
+
+    def subset(self, files) -> "SizeReport":
+        """The report of some of the sources (e.g. one level's: ``nav_model.c``, ``nav_io.c``)."""
+        files = set(files)
+        return SizeReport(sections={k: v for k, v in self.sections.items() if k in files},
+                          stack_frames={f: n for f, n in self.stack_frames.items()
+                                        if f in self.frame_files and self.frame_files[f] in files})
 
     def total(self, kind: str) -> int:
         return sum(s[kind] for s in self.sections.values())
@@ -153,6 +162,7 @@ def arm_size_report(project: GeneratedProject, build_dir: str | Path | None = No
     build.mkdir(parents=True, exist_ok=True)
     sections: dict[str, dict[str, int]] = {}
     frames: dict[str, int] = {}
+    files: dict[str, str] = {}
     includes = stub_includes(project, build)
     for src in project.sources:
         obj = build / (src.stem + ".o")
@@ -166,8 +176,10 @@ def arm_size_report(project: GeneratedProject, build_dir: str | Path | None = No
         sections[src.name] = parse_size_a(res.stdout)
         su = build / (src.stem + ".su")
         if su.exists():
-            frames.update(parse_stack_usage(su.read_text()))
-    return SizeReport(sections=sections, stack_frames=frames)
+            own = parse_stack_usage(su.read_text())
+            frames.update(own)
+            files.update({f: src.name for f in own})
+    return SizeReport(sections=sections, stack_frames=frames, frame_files=files)
 
 
 def check_budget(report: SizeReport, flash_budget_kb: float = DEFAULT_FLASH_BUDGET_KB,
@@ -231,6 +243,11 @@ void probe_reset(void)
 __attribute__((section(".isr_vector"), used)) const void *const probeVectors[2] = {&_probe_estack, probe_reset};
 """
 
+_PROBE_NAV_CALLS = r"""    if (tick % 100u == 0u) {  /* both levels: a step of the navigate level's task (appMain's loop body) */
+      navTaskStep();
+    }
+"""
+
 
 @dataclass
 class ProbeImage:
@@ -248,10 +265,17 @@ def link_probe_image(project: GeneratedProject, build_dir: str | Path) -> ProbeI
     build = Path(build_dir)
     build.mkdir(parents=True, exist_ok=True)
     (build / "probe.ld").write_text(_PROBE_LD)
-    (build / "probe_main.c").write_text(_PROBE_C)
+    probe_c = _PROBE_C
+    if project.navigate is not None:  # link the level too, or --gc-sections drops it
+        probe_c = probe_c.replace('#include "controller.h"\n', '#include "controller.h"\nvoid navTaskStep(void);\n')
+        probe_c = probe_c.replace("    controllerOutOfTree(&probeControl, &probeSetpoint, &probeSensors, &probeState, tick);\n",
+                                  "    controllerOutOfTree(&probeControl, &probeSetpoint, &probeSensors, &probeState, tick);\n"
+                                  + _PROBE_NAV_CALLS)
+    (build / "probe_main.c").write_text(probe_c)
     elf, binary = build / "cf2.elf", build / "cf2.bin"
     cmd = [gcc, *ARM_CFLAGS, *stub_includes(project, build), *map(str, project.sources),
-           *(str(STUB_DIR / s) for s in PROBE_STUB_SOURCES), str(build / "probe_main.c"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
+           *(str(STUB_DIR / s) for s in PROBE_STUB_SOURCES + (("nav_task_stub.c",) if project.navigate else ())),
+           str(build / "probe_main.c"), "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs",
            "-Wl,--gc-sections", f"-Wl,-T,{build / 'probe.ld'}", "-o", str(elf), "-lm"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:

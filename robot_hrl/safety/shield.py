@@ -284,10 +284,12 @@ class Shield:
         t.clear()
         now = t.now = float(inp.now_s)
         self._read_inputs(t, inp, now)
-        for check in self._input_checks:
-            check(t)
         t.prev = self._prev
         t.est = self._est
+        t.mode_prev = self.mode
+        t.reason_stage_prev = "" if self.mode == "policy" or self._reason_unit is None else self._reason_unit.stage
+        for check in self._input_checks:
+            check(t)
         t.handback = self.mode == "policy" and self._policy_ticks < self._handback_ticks
         if t.output_finite:  # the one mapping of the tick: normalized -> command (contract.action)
             t.cmd = self._to_command(self._actions)

@@ -9,4 +9,11 @@
 #define LOG_GROUP_STOP(NAME)
 #define LOG_ADD(TYPE, NAME, ADDRESS) const void *const stubLog_##NAME = (const void *)(ADDRESS);
 
+#include <stdint.h>
+
+/* Reading another module's log variable by name, as apps do (logGetVarId("stateEstimate", "x"), logGetFloat). */
+typedef uint16_t logVarId_t;
+logVarId_t logGetVarId(const char *group, const char *name);
+float logGetFloat(logVarId_t varid);
+
 #endif

@@ -7,7 +7,8 @@
       --powerDistributionCap (all four lowered by the highest one's excess over 65535, floored at 0)--> PWM, [0, 65535]
     ... held over the control period; every physics step:
       motor voltage = PWM / 65535 * battery voltage --cubic fit x the airframe's thrust scale--> static rotor force
-      --first-order motor lag (on rotor speed, exact for a held command)--> rotor speeds --> forces, drag torques
+      --first-order motor lag (on rotor speed, exact for a held command)--> rotor speeds
+      --the mean of k_f rpm(t)^2 over the physics step (exact for the lag)--> forces, drag torques
       --the current drawn (idle + per newton of thrust)--> battery voltage = open-circuit - R * current (lagged)
 
 The firmware part follows crazyflie-firmware release 2026.08 (``deploy/crazyflie/firmware.py``), cf2 platform,
@@ -38,6 +39,12 @@ ohm, so that the weakest airframe (36 g, 3.3 V, 0.06 ohm) keeps a thrust-to-weig
 load (1.4 with 0.05 ohm); a battery sagging more would fail the firmware's health test long before
 (config.h ``BAT_LOADING_SAG_THRESHOLD`` 0.70 V at full thrust allows up to 0.16 ohm) and such airframes are
 flown by no policy here.
+
+The physics step applies each rotor's MEAN thrust over the step (:func:`mean_square_speeds`), not the thrust of the
+speed at its end: an end-of-step thrust acts up to one step early, which gave the training simulator (200 Hz) about
+2.3 ms less actuator delay than the continuous system and made a policy trained on it fail more often at 500-1000 Hz
+(benchmarks/README.md, issue 17, "the PyBullet gap" and "the substep's mean thrust"). With the mean, the impulse the
+rotors give over a step is exact at any physics rate; the battery sags on the same mean load.
 
 Every function is written column by column over an array namespace ``xp``
 (``robot_hrl.robots.actuator_chain``): the torch step, the C step (generated from these functions
@@ -291,14 +298,73 @@ def motor_alpha(physics_dt_s: float, time_constant_s: Column, xp: ArrayNamespace
     return 1.0 - xp.exp(-physics_dt_s / time_constant_s)
 
 
+_SERIES_BELOW = 1.0
+"""dt / tau below which the step's mean rise (:func:`motor_mean_rise`) is summed as its power series: 1 - exp(-x) of a
+small x loses float32's digits (the closed form's error there is float32's eps over x), the series keeps them."""
+_SERIES_TERMS = 16
+"""Terms of the series (the first left out is below 1e-10 of the sum at dt / tau = 1)."""
+
+
+def _alternating_series(x: Column, coefficient, terms: int) -> Column:
+    """sum_{n = 1 .. terms} (-1)^(n + 1) coefficient(n) x^n, by Horner's rule (from the smallest term)."""
+    acc = x * coefficient(terms)
+    for n in range(terms - 1, 0, -1):
+        acc = x * (coefficient(n) - acc)
+    return acc
+
+
+def motor_mean_rise(physics_dt_s: float, time_constant_s: Column, alpha: Column, xp: ArrayNamespace) -> tuple:
+    """The means of g(t) = 1 - exp(-t / tau) (the part of the way from the start speed to the command a first-order
+    lag covers by t) and of g(t)^2 over one physics step [0, dt]; with x = dt / tau and alpha = g(dt) = 1 - exp(-x):
+
+        mean g   = 1 - alpha / x
+        mean g^2 = 1 - 2 alpha / x + (1 - exp(-2 x)) / (2 x) = mean g - alpha^2 / (2 x)
+
+    both in [0, 1): 0 for a motor infinitely slow, 1 for one infinitely fast. Below dt / tau = 1 as their power series
+    (sum (-1)^(n+1) x^n / (n+1)! and sum (-1)^n (2^n - 2) x^n / (n+1)!), which keep float32's relative precision where
+    the closed forms cancel (the training physics has x = 0.03-0.25)."""
+    x = physics_dt_s / time_constant_s
+    series_g = _alternating_series(x, lambda n: 1.0 / math.factorial(n + 1), _SERIES_TERMS)
+    series_g2 = -_alternating_series(x, lambda n: (2.0 ** n - 2.0) / math.factorial(n + 1), _SERIES_TERMS)
+    closed_g = 1.0 - alpha / x
+    closed_g2 = closed_g - alpha * alpha / (2.0 * x)
+    small = x < _SERIES_BELOW
+    return xp.where(small, series_g, closed_g), xp.where(small, series_g2, closed_g2)
+
+
 def motor_lag(speeds: tuple, commands: tuple, alpha: Column, k: ChainConstants, xp: ArrayNamespace) -> tuple:
     """One physics step of each motor: speed += alpha (command - speed), saturated."""
     return tuple(xp.clip(r + alpha * (c - r), k.rpm_min, k.rpm_max) for r, c in zip(speeds, commands))
 
 
+def mean_square_speeds(speeds: tuple, commands: tuple, mean_rise: Column, mean_rise_sq: Column, k: ChainConstants,
+                       xp: ArrayNamespace) -> tuple:
+    """The exact mean of each rotor's rpm(t)^2 over one physics step of the lag :func:`motor_lag` integrates.
+
+    With w0 the speed at the step's start, u = command - w0 and g(t) = 1 - exp(-t / tau), rpm(t) = w0 + u g(t) on
+    [0, dt], so the mean of rpm^2 = w0^2 + 2 w0 u g + u^2 g^2 is w0 (w0 + 2 u mean g) + u^2 mean g^2
+    (:func:`motor_mean_rise`): w0^2 for a motor infinitely slow, the command's square for one infinitely fast.
+
+    The rpm clip: the command is inside [rpm_min, rpm_max] (:func:`rotor_speed_command` saturates it) and so is
+    every state the lag reaches (:func:`motor_lag` saturates it), and rpm(t) lies between w0 and the command, so the
+    continuous lag never leaves the range: the mean needs no clip (no part of the step is saturated). A start
+    outside the range is no state the chain reaches (the hostile tests feed them): it is clipped first."""
+    out = []
+    for r, c in zip(speeds, commands):
+        w0 = xp.clip(r, k.rpm_min, k.rpm_max)
+        u = c - w0
+        out.append(w0 * (w0 + 2.0 * u * mean_rise) + u * u * mean_rise_sq)
+    return tuple(out)
+
+
 def rotor_thrusts(speeds: tuple, thrust_coefficient: Column) -> tuple:
     """Static rotor thrust k_f rpm^2, N."""
     return tuple(thrust_coefficient * r * r for r in speeds)
+
+
+def mean_rotor_thrusts(mean_squares: tuple, thrust_coefficient: Column) -> tuple:
+    """Each rotor's mean thrust over a physics step, k_f times its mean rpm^2 (:func:`mean_square_speeds`), N."""
+    return tuple(thrust_coefficient * m for m in mean_squares)
 
 
 def rotor_wrench(thrusts: tuple, torque_coefficient: Column, k: ChainConstants) -> tuple:
@@ -323,11 +389,16 @@ def loaded_voltage_v(total_thrust_n: Column, open_circuit_v: Column, resistance_
 
 # ---- the chain as the simulators call it ------------------------------------------------------------
 def derive(parameters: Mapping[str, Column], k: ChainConstants, physics_dt_s: float, xp: ArrayNamespace) -> dict:
-    """The airframe's true k_f and torque coefficient, its battery, and the motor and battery lags over one physics step."""
+    """The airframe's true k_f and torque coefficient, its battery, and the motor and battery lags over one physics step
+    (the motor's: alpha, and the means of its rise over the step for the mean thrust)."""
+    alpha = motor_alpha(physics_dt_s, parameters["motor_time_constant_s"], xp)
+    mean_rise, mean_rise_sq = motor_mean_rise(physics_dt_s, parameters["motor_time_constant_s"], alpha, xp)
     return {
         "thrust_coefficient": k.thrust_coefficient_n_per_rpm2 * parameters["thrust_coefficient_scale"],
         "torque_coefficient": k.torque_to_thrust_m * parameters["torque_coefficient_scale"],
-        "motor_alpha": motor_alpha(physics_dt_s, parameters["motor_time_constant_s"], xp),
+        "motor_alpha": alpha,
+        "motor_mean_rise": mean_rise,
+        "motor_mean_rise_sq": mean_rise_sq,
         "open_circuit_v": parameters["battery_open_circuit_v"],
         "resistance_ohm": parameters["battery_resistance_ohm"],
         "battery_alpha": 1.0 - math.exp(-physics_dt_s / BATTERY_TIME_CONSTANT_S),
@@ -343,11 +414,14 @@ def command(wrench: tuple, state: Mapping[str, Column], derived: Mapping[str, Co
 def substep(state: Mapping[str, Column], command: tuple, derived: Mapping[str, Column], k: ChainConstants,
             xp: ArrayNamespace) -> Substep:
     """One physics step: the motor voltage of the held PWM, the motor lag towards the rotor speed of its force,
-    the rotors' thrusts and their wrench on the body, and the battery sagging under the current they draw."""
+    the rotors' MEAN thrusts over the step (exact for the lag: :func:`mean_square_speeds`) and their wrench on the
+    body, and the battery sagging under the mean current they draw. The new state holds the speeds at the step's end."""
     battery_v = state["battery_voltage_v"]
     targets = rotor_speed_command(static_rotor_forces(command, battery_v, xp), k, xp)
-    speeds = motor_lag(state["rotor_speed_rpm"], targets, derived["motor_alpha"], k, xp)
-    thrusts = rotor_thrusts(speeds, derived["thrust_coefficient"])
+    start = state["rotor_speed_rpm"]
+    speeds = motor_lag(start, targets, derived["motor_alpha"], k, xp)
+    thrusts = mean_rotor_thrusts(mean_square_speeds(start, targets, derived["motor_mean_rise"], derived["motor_mean_rise_sq"], k, xp),
+                                 derived["thrust_coefficient"])
     total, tau_x, tau_y, tau_z = rotor_wrench(thrusts, derived["torque_coefficient"], k)
     loaded = loaded_voltage_v(total, derived["open_circuit_v"], derived["resistance_ohm"])
     battery_v = battery_v + derived["battery_alpha"] * (loaded - battery_v)
@@ -436,7 +510,8 @@ __all__ = [
     "FIRMWARE", "FIRMWARE_RELEASE", "MATH", "NAME", "NUMPY", "PARAMETERS", "STATE", "THRUST2TORQUE_M", "THRUST_MAX_N", "THRUST_MIN_N",
     "MEASURED_VOLTAGE_RANGE_V", "VMOTOR2THRUST", "ChainConstants", "battery_current_a", "command", "compensate_battery_voltage", "constants", "derive",
     "firmware_pwm", "hold_command", "initial_state", "loaded_voltage_v", "max_rotor_force_n", "max_total_thrust_at_battery_n", "mix",
-    "mix_wrench_to_rotor_thrusts", "mixed_rotor_thrusts", "motor_alpha", "motor_lag", "motor_pwm", "power_distribution_cap",
+    "mix_wrench_to_rotor_thrusts", "mixed_rotor_thrusts", "mean_rotor_thrusts", "mean_square_speeds", "motor_alpha",
+    "motor_lag", "motor_mean_rise", "motor_pwm", "power_distribution_cap",
     "rotor_speed_command", "rotor_speed_commands", "rotor_thrusts", "rotor_wrench", "static_rotor_forces", "substep",
     "thrust_at_voltage", "voltage_for_thrust", "worst_case_max_total_thrust_n",
 ]

@@ -58,7 +58,7 @@ class Tick:
         "state_ok", "state_age", "subgoal_ok", "subgoal_age", "inference_s", "output_finite", "battery_v",
         "reject_unit", "reject_constraint", "reject_detail",
         "hold_unit", "hold_constraint", "land_unit", "land_constraint", "motors_off",
-        "interventions", "landing", "stop_box", "handback",
+        "interventions", "landing", "stop_box", "handback", "mode_prev", "reason_stage_prev",
     )
 
     def __init__(self):
@@ -99,6 +99,10 @@ class Tick:
         self.battery_v = None
         """Battery voltage, V (None: unknown)."""
         self.landing = False
+        self.mode_prev = "policy"
+        """The shield's mode on the previous tick."""
+        self.reason_stage_prev = ""
+        """The stage of the unit that put the backup in charge then ('' in policy mode): ``input`` for a fault."""
         self.handback = False
         """The policy got control back from the backup less than the family's hand-back window ago: the stopping model
         counts what this tick's command commits the slow actuators to."""

@@ -7,6 +7,7 @@ The shield YAML of a quadrotor says ``model: quadrotor`` (robot_hrl.safety.famil
 
 from robot_hrl.robots.quadrotor.shield.backup import BackupController
 from robot_hrl.robots.quadrotor.shield.config import BackupCfg, LimitsCfg, StoppingCfg
+from robot_hrl.robots.quadrotor.shield.hover_thrust import HoverThrustCfg, HoverThrustUnit
 from robot_hrl.robots.quadrotor.shield.limits import LimitsUnit
 from robot_hrl.robots.quadrotor.shield.model import DynamicsModel, StatePredictor, check_config_fits, stopping_box
 from robot_hrl.safety.families import ShieldFamily, register_family
@@ -20,7 +21,7 @@ def _build_model(robot, config, action_map) -> DynamicsModel:
 FAMILY = register_family(ShieldFamily(
     name="quadrotor",
     sections={"limits": LimitsCfg, "stopping": StoppingCfg, "backup": BackupCfg},
-    units={"limits": LimitsUnit},
+    units={"limits": LimitsUnit, "hover_thrust": HoverThrustUnit},
     build_model=_build_model,
     build_backup=BackupController,
     build_predictor=StatePredictor,
@@ -28,5 +29,5 @@ FAMILY = register_family(ShieldFamily(
                 "cascaded PD backup (hold, then land)",
 ))
 
-__all__ = ["BackupCfg", "BackupController", "DynamicsModel", "FAMILY", "LimitsCfg", "LimitsUnit", "StatePredictor",
+__all__ = ["BackupCfg", "BackupController", "DynamicsModel", "FAMILY", "HoverThrustCfg", "HoverThrustUnit", "LimitsCfg", "LimitsUnit", "StatePredictor",
            "StoppingCfg", "stopping_box"]

@@ -63,6 +63,8 @@ class BackupController:
         """Forget the integral and the last body rate (call when the backup takes over)."""
         self.integral_z = 0.0
         self.w_prev = None
+        self.ff_mass = self.m.ff_mass
+        """The feed-forward mass the integral was built with (a change of the estimate is taken over bumplessly)."""
 
     def landed(self, tick, floor_z: float) -> bool:
         """The landing is over: on the floor (within ``touchdown_altitude_m``) and slow."""
@@ -91,9 +93,13 @@ class BackupController:
         # velocity -> acceleration (+ a bounded integral: mass, thrust and disturbance errors), tilt limited
         ez = vrz - v[2]
         g = m.g
-        az_lo = self.min_thrust / m.mass - g
+        mass = m.ff_mass  # the airframe's hover thrust over g once estimated (hover_thrust unit), else the model's mass
+        if mass != self.ff_mass:  # bumpless: the integral keeps the thrust it stood for (m0 (i + g) = m1 (i' + g))
+            self.integral_z = self.ff_mass * (self.integral_z + m.g) / mass - m.g
+            self.ff_mass = mass
+        az_lo = self.min_thrust / mass - g
         max_thrust = self.max_thrust_fraction * m.max_total_thrust  # on the battery measured this tick
-        az_hi = max_thrust / m.mass - g
+        az_hi = max_thrust / mass - g
         iz = self.integral_z + self.ki * self.dt * ez
         lim = self.i_max
         iz = -lim if iz < -lim else lim if iz > lim else iz
@@ -115,7 +121,7 @@ class BackupController:
         if ah > ah_max:
             f = ah_max / ah
             ax, ay = ax * f, ay * f
-        fx, fy, fz = m.mass * ax, m.mass * ay, m.mass * (az + g)
+        fx, fy, fz = mass * ax, mass * ay, mass * (az + g)
         fn = math.sqrt(fx * fx + fy * fy + fz * fz)
         zdx, zdy, zdz = fx / fn, fy / fn, fz / fn
         # collective thrust: the thrust vector projected on the current body z; far from the

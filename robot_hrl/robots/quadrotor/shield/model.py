@@ -190,6 +190,20 @@ class DynamicsModel:
         self.strong_fraction = cfg.stopping.thrust_fraction_max
         """The strongest airframe's thrust over the model's."""
         self.brake_down = frac * (self.g - self.strong_fraction * backup_min_thrust / self.brake_mass)
+        self.weak_fraction_cfg = self.weak_fraction
+        """The configured weakest airframe (``stopping.thrust_fraction``): the worst case, and the bound of any estimate."""
+        self.strong_fraction_cfg = self.strong_fraction
+        """The configured strongest airframe (``stopping.thrust_fraction_max``)."""
+        self._brake_per_n_per_fraction = frac * self.backup_max_thrust_fraction * math.cos(tilt) / self.brake_mass
+        self._brake_down_per_fraction = frac * backup_min_thrust / self.brake_mass
+        self._brake_frac_g = frac * self.g
+        self.ff_mass = self.mass
+        """The mass the backup's thrust feed-forward divides by: the model's until the airframe's hover thrust is estimated
+        (:meth:`set_hover_thrust`), then that hover thrust over g (the mass the rotors carry, within the airframe range)."""
+        self.hover_thrust_n: float | None = None
+        """The converged hover-thrust estimate the model uses (None: none; the worst case and the model's mass)."""
+        self.disturbance_accel_mps2 = 0.0
+        """A steady vertical disturbance (m/s^2) the estimate's bounds are derated for (the hover-thrust unit sets it)."""
         self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake_horizontal
         """How long the backup takes to stop the fastest motion the limits allow (the stale-state hold)."""
         if self.brake_up <= 0.0:
@@ -213,6 +227,44 @@ class DynamicsModel:
             self.max_total_thrust = thrust
             brake = self._brake_up_per_n * thrust - self._brake_up_g
             self.brake_up = brake if brake > self.MIN_BRAKE_UP_MPS2 else self.MIN_BRAKE_UP_MPS2
+
+    def set_hover_thrust(self, estimate_n: float | None, low_n: float | None = None, high_n: float | None = None) -> None:
+        """The airframe's hover thrust, estimated (robot_hrl/robots/quadrotor/shield/hover_thrust.py), N: ``estimate_n``
+        feeds the backup's thrust forward (within the airframe range; None: the model's mass), ``high_n`` (the estimate
+        plus its margin) is the weakest airframe the descent brake counts on, ``low_n`` the strongest the climb brake
+        counts on; each derated by the steady vertical disturbance ``disturbance_accel_mps2`` and kept within the
+        configured fractions (None: the worst case, the configured fractions).
+
+        An airframe hovering at ``H`` accelerates ``a = rho (T - H)`` under the command ``T``, with ``rho`` its
+        acceleration per newton of command; with a vertical disturbance ``d`` (``|d| <= d_max``) ``rho H = g - d``, so
+        ``rho >= (g - d_max) / H_high``: the weak fraction (acceleration per newton times ``brake_mass``) is
+        ``brake_mass (g - d_max) / H_high`` and the strong one ``brake_mass (g + d_max) / H_low``."""
+        lo_f, hi_f = self.weak_fraction_cfg, self.strong_fraction_cfg
+        bm = self.brake_mass
+        self.hover_thrust_n = estimate_n
+        if estimate_n is None:
+            ff = self.mass
+        else:
+            ff = estimate_n / self.g
+            ff_lo, ff_hi = bm / hi_f, bm / lo_f  # the airframe range
+            ff = ff_lo if ff < ff_lo else ff_hi if ff > ff_hi else ff
+        self.ff_mass = ff
+        if low_n is None or high_n is None:
+            weak, strong = lo_f, hi_f
+        else:
+            d = self.disturbance_accel_mps2
+            weak = bm * (self.g - d) / high_n
+            strong = bm * (self.g + d) / low_n
+            weak = lo_f if weak < lo_f else hi_f if weak > hi_f else weak
+            strong = lo_f if strong < lo_f else hi_f if strong > hi_f else strong
+        if weak == self.weak_fraction and strong == self.strong_fraction:
+            return
+        self.weak_fraction = weak
+        self.strong_fraction = strong
+        self._brake_up_per_n = self._brake_per_n_per_fraction * weak
+        brake = self._brake_up_per_n * self.max_total_thrust - self._brake_up_g
+        self.brake_up = brake if brake > self.MIN_BRAKE_UP_MPS2 else self.MIN_BRAKE_UP_MPS2
+        self.brake_down = self._brake_frac_g - self._brake_down_per_fraction * strong
 
     # ---- commands ---------------------------------------------------------------------------
     def wrench_to_action(self, i: int, w: float) -> float:

@@ -1,0 +1,111 @@
+"""The ``navigate`` level for the Crazyflie: its exported ONNX (+ contract) -> ``src/nav_model.[ch]`` and
+``src/nav_io.[ch]``, generated beside the goto skill's controller (``robot-hrl export-c GOTO --navigate NAV``).
+
+The network goes through the goto's lowering and C generator (deploy/crazyflie/graph.py, c_model.py) with the
+symbol prefix ``nav``; the memory, observation and action mapping come from the level's contract
+(deploy/crazyflie/c_navigate.py). Refused, with the reason and the fix: a file that is not a navigate level, a
+level trained over another goto model or contract than the one it is generated with (the contract names the
+skill's sha256 and its contract's), a level for another robot or ranger suite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract
+from robot_hrl.contract.navigate import NavigateContract
+from robot_hrl.errors import ContractError
+from robot_hrl.robots import get_robot
+from robot_hrl.sensing import RangeSensorSpec, robot_range_sensors
+
+from deploy.crazyflie.c_model import generate_model_c
+from deploy.crazyflie.c_navigate import NAV_PREFIX, NAV_TASK_SOURCES, check_navigate_contract, generate_navigate_c
+from deploy.crazyflie.c_navigate_task import generate_navigate_task_c
+from deploy.crazyflie.errors import CodegenError
+from deploy.crazyflie.graph import LoweredModel, load_onnx, lower_onnx
+
+
+@dataclass
+class NavigateLevel:
+    """What :func:`generate_navigate_level` wrote."""
+
+    model_path: Path
+    model: LoweredModel
+    contract: NavigateContract
+    model_sha256: str
+    sensors: tuple[RangeSensorSpec, ...]
+    src_dir: Path
+
+    @property
+    def sources(self) -> list[Path]:
+        """The level's C and its firmware task (nav_task.c)."""
+        return [self.src_dir / s for s in NAV_TASK_SOURCES]
+
+    def manifest(self) -> dict:
+        return {"model": str(self.model_path), "model_sha256": self.model_sha256,
+                "contract": json.loads(self.contract.to_json()),
+                "layers": [list(d.weight.shape[::-1]) for d in self.model.dense_layers],
+                "sources": [f"src/{s}" for s in NAV_TASK_SOURCES]}
+
+
+def read_navigate_contract(onnx_model, path: Path) -> NavigateContract:
+    """The level's contract; a skill's model (or anything else) is refused with what to pass instead."""
+    meta = {p.key: p.value for p in onnx_model.metadata_props}
+    text = meta.get(CONTRACT_METADATA_KEY)
+    try:
+        skill = json.loads(text).get("skill") if text else None
+    except (json.JSONDecodeError, AttributeError):
+        skill = None
+    if skill is not None and skill != "navigate":
+        raise CodegenError(f"--navigate {path}: this is the model of skill {skill!r}, not a navigate level; give the "
+                           "level (e.g. models/crazyflie_navigate.onnx) to --navigate and the goto skill as the model")
+    try:
+        return NavigateContract.from_json(text)
+    except ContractError as exc:
+        raise CodegenError(f"--navigate {path}: {exc}") from None
+
+
+def generate_navigate_level(model_path: str | Path, src_dir: str | Path, goto_contract: PolicyContract,
+                            goto_sha256: str, banner_tail: str) -> NavigateLevel:
+    """Check the level against the goto skill it will command and the robot, lower it and write its C to ``src_dir``."""
+    path = Path(model_path)
+    onnx_model = load_onnx(path)
+    contract = read_navigate_contract(onnx_model, path)
+    problems = contract.lower_skill_mismatches(goto_contract, goto_sha256)
+    if problems:
+        raise CodegenError(f"--navigate {path} does not fit the goto skill it would command onboard: " + "; ".join(problems)
+                           + ". Generate with the goto model the level was trained over, or retrain the level "
+                           "(python sim/train_navigate.py --skill <goto model>)")
+    try:
+        robot = get_robot(contract.robot.name)
+    except KeyError as exc:
+        raise CodegenError(str(exc.args[0])) from None
+    problems = contract.robot_mismatches(robot)
+    if problems:
+        raise CodegenError(f"--navigate {path} does not fit the robot: " + "; ".join(problems))
+    sensors = robot_range_sensors(robot)
+    try:
+        check_navigate_contract(contract, sensors)
+    except CodegenError as exc:
+        raise CodegenError(f"--navigate {path}: {exc}") from None
+    lowered = lower_onnx(onnx_model)
+    if lowered.input_size != contract.observation_size or lowered.output_size != contract.action_size:
+        raise CodegenError(f"--navigate {path}: the graph maps {lowered.input_size} -> {lowered.output_size}, its contract "
+                           f"says {contract.observation_size} -> {contract.action_size}; re-export the level")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    banner = (f"/* Generated by `robot-hrl export-c --navigate` from {path.name} (sha256 {sha[:16]}...).\n"
+              f" * Level 'navigate' over the goto skill (sha256 {goto_sha256[:16]}...), robot '{contract.robot.name}', "
+              f"{contract.decision_rate_hz:g} Hz, {contract.observation_size} observations -> a subgoal.\n"
+              f" * {banner_tail}\n * Do not edit: regenerate from the ONNX model. */")
+    model_h, model_c = generate_model_c(lowered, "nav_model.h", banner, prefix=NAV_PREFIX)
+    io_h, io_c = generate_navigate_c(contract, sensors, banner)
+    task_c = generate_navigate_task_c(contract, sensors, banner)
+    src = Path(src_dir)
+    src.mkdir(parents=True, exist_ok=True)
+    for name, text in (("nav_model.h", model_h), ("nav_model.c", model_c), ("nav_io.h", io_h), ("nav_io.c", io_c),
+                       ("nav_task.c", task_c)):
+        (src / name).write_text(text)
+    return NavigateLevel(model_path=path, model=lowered, contract=contract, model_sha256=sha, sensors=sensors, src_dir=src)
