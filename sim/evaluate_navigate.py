@@ -28,6 +28,29 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 DENSITY_NAMES = ("sparse", "medium", "dense")
+FAILURE_CLASSES = ("collision", "dead_end", "time_out")
+STUCK_WINDOW_S = 10.0
+"""A time-out is a dead end when the robot's last ``STUCK_WINDOW_S`` of flight stayed within ``STUCK_RADIUS_M``."""
+STUCK_RADIUS_M = 0.75
+
+
+def failure_class(record: dict) -> str | None:
+    """None (success), ``collision``, ``dead_end`` (a time-out held or circling in one spot: its last
+    STUCK_WINDOW_S within STUCK_RADIUS_M) or ``time_out`` (still travelling at the limit)."""
+    if record["success"]:
+        return None
+    if record["collided"]:
+        return "collision"
+    return "dead_end" if record.get("stuck") else "time_out"
+
+
+def stuck(positions_xy: np.ndarray, dt_s: float) -> bool:
+    """Whether the last STUCK_WINDOW_S of a trajectory (T, 2), sampled every ``dt_s``, stays within STUCK_RADIUS_M."""
+    n = max(int(round(STUCK_WINDOW_S / dt_s)), 1)
+    tail = np.asarray(positions_xy, dtype=float)[-n:]
+    if len(tail) < n:
+        return False
+    return bool(np.linalg.norm(tail - tail.mean(axis=0), axis=-1).max() < STUCK_RADIUS_M)
 
 
 def load_learned(path: str | Path, skill_path: str | Path):
@@ -57,6 +80,7 @@ def _summaries(records: list[dict]) -> dict:
             "episodes": len(rs), "success_rate": float(np.mean([r["success"] for r in rs])),
             "collision_rate": float(np.mean([r["collided"] for r in rs])),
             "time_out_rate": float(np.mean([r["time_out"] for r in rs])),
+            "failures": {c: int(sum(failure_class(r) == c for r in rs)) for c in FAILURE_CLASSES},
             "mean_time_to_goal_s": float(np.mean([r["time_s"] for r in ok])) if ok else None,
             "mean_path_length_ratio": float(np.mean([r["path_length_m"] / r["symbolic_length_m"] for r in ok])) if ok else None,
         }
@@ -85,7 +109,9 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
         finished = torch.zeros(len(rooms), dtype=torch.bool)
         records: list[dict | None] = [None] * len(rooms)
         infer_s, decisions = 0.0, 0
+        trail: list[torch.Tensor] = []  # (N, 2) at every decision: a time-out's last seconds say dead end or not
         while not finished.all():
+            trail.append(env.low.position_w[:, :2].clone())
             t = time.perf_counter()
             actions = planner(env, obs["policy"])
             infer_s += time.perf_counter() - t
@@ -96,7 +122,9 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
                 records[i] = {"room": rooms[i].name, "density": rooms[i].density, "success": bool(e["success"][i]),
                               "collided": bool(e["collided"][i]), "time_out": bool(e["time_out"][i]),
                               "time_s": float(e["time_to_goal_s"][i]), "path_length_m": float(e["path_length_m"][i]),
-                              "symbolic_length_m": carrot.lengths[i]}
+                              "symbolic_length_m": carrot.lengths[i],
+                              "final_distance_m": float(e["final_distance_m"][i]),
+                              "stuck": bool(e["time_out"][i]) and stuck(torch.stack(trail)[:, i].numpy(), env.decision_dt_s)}
             finished |= dones.bool()
         results[name] = {"by_density": _summaries(records), "episodes": records,
                          "inference_s_per_decision_batch": infer_s / max(decisions, 1), "batch": len(rooms)}
@@ -250,8 +278,11 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
                 sense(for_level=False)
             collided = sim.collided() or any(c.body == GROUND_NAME for c in sim.collisions()) or not state.is_finite()
             success = (not collided) and float(np.linalg.norm(state.position_w - goal)) < goal_tolerance_m
+    timed_out = not (success or collided)
     return {"room": room.name, "density": room.density, "success": bool(success), "collided": bool(collided),
-            "time_out": not (success or collided), "time_s": steps / policy.control_rate_hz, "path_length_m": path,
+            "time_out": timed_out, "stuck": timed_out and stuck(np.asarray(positions)[:, :2], 1.0 / policy.control_rate_hz),
+            "final_distance_m": float(np.linalg.norm(state.position_w - goal)),
+            "time_s": steps / policy.control_rate_hz, "path_length_m": path,
             "inference_s": infer_s / max(decisions, 1), "positions_w": np.asarray(positions), "shielded": shielded,
             "interventions": interventions}
 
@@ -312,6 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sim", choices=["batched", "pybullet"], default="batched")
     parser.add_argument("--rooms", type=int, default=50, help="held-out rooms per density")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", choices=["eval", "train"], default="eval",
+                        help="eval: the held-out evaluation rooms (the figures); train: training-split rooms from "
+                             "--seed-offset (choose between candidates there, e.g. seeds 150-199 of a run on 150 rooms)")
+    parser.add_argument("--seed-offset", type=int, default=0, help="first room seed of the split (after its base)")
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--plots", default=None, help="write PNG plots into this directory")
     parser.add_argument("--threads", type=int, default=2)
@@ -329,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
-    rooms = [generate_room(d, s, "eval") for d in DENSITY_NAMES for s in room_seeds("eval", args.rooms)]
+    rooms = [generate_room(d, s, args.split) for d in DENSITY_NAMES for s in room_seeds(args.split, args.rooms, args.seed_offset)]
     try:
         session = None
         if args.model:
@@ -350,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in results.items():
         for d, s in r["by_density"].items():
             print(f"{args.sim:8s} {name:18s} {d:7s} success {s['success_rate']:.3f} collisions {s['collision_rate']:.3f} "
-                  f"time-outs {s['time_out_rate']:.3f} time {s['mean_time_to_goal_s']} path ratio {s['mean_path_length_ratio']}")
+                  f"time-outs {s['time_out_rate']:.3f} time {s['mean_time_to_goal_s']} path ratio {s['mean_path_length_ratio']} "
+                  f"failures {s['failures']}")
     if args.plots:
         print("wrote", plot_results(results, Path(args.plots), f"navigate {args.sim}: success by density"))
     if args.json:

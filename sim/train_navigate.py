@@ -42,6 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="DAgger iterations from the geodesic expert before PPO (0: PPO from scratch); not on --resume")
     p.add_argument("--dagger-init", default=None, metavar="CHECKPOINT",
                    help="start DAgger from this model_<it>.pt's actor (student only from the first iteration: beta 0)")
+    p.add_argument("--expert-margin", type=float, default=None, metavar="M",
+                   help="the expert's hard margin: obstacles grown by the robot radius + this (default GeodesicExpertCfg's 0.25)")
+    p.add_argument("--expert-clearance", type=float, default=0.0, metavar="M",
+                   help="clearance-aware expert labels: candidates closer than this to an obstacle pay for it (0: off)")
+    p.add_argument("--near-weight", type=float, default=0.0,
+                   help="DAgger loss weighting of near-obstacle decisions: up to 1 + this for states within --near-m (0: off)")
+    p.add_argument("--near-m", type=float, default=0.8, help="clearance under which a state's weight rises (--near-weight)")
+    p.add_argument("--dagger-checkpoint-every", type=int, default=0, metavar="N",
+                   help="keep the actor every N DAgger iterations as <run-dir>/dagger_checkpoints/it_<n>.pt (0: never)")
     p.add_argument("--export", default=None, metavar="ONNX", help="export the final policy to this .onnx")
     return p
 
@@ -87,19 +96,27 @@ def main(argv: list[str] | None = None) -> int:
         from torch.utils.tensorboard import SummaryWriter
 
         from sim.agents.dagger_navigate import DaggerCfg, run_dagger
-        from sim.navigate_expert import GeodesicExpert
+        from sim.navigate_expert import GeodesicExpert, GeodesicExpertCfg
 
-        expert = GeodesicExpert(rooms, env.contract.max_offset_m)
+        expert_cfg = GeodesicExpertCfg(clearance_m=args.expert_clearance)
+        if args.expert_margin is not None:
+            expert_cfg.safety_margin_m = args.expert_margin
+        expert = GeodesicExpert(rooms, env.contract.max_offset_m, expert_cfg)
         with tqdm(total=args.dagger_iterations, desc="navigate DAgger", unit="it") as bar:
             writer = SummaryWriter(str(run_dir / "dagger"))
-            dagger_cfg = DaggerCfg(iterations=args.dagger_iterations)
+            dagger_cfg = DaggerCfg(iterations=args.dagger_iterations, near_weight=args.near_weight, near_m=args.near_m,
+                                   checkpoint_every=args.dagger_checkpoint_every)
+            keep = run_dir / "dagger_checkpoints"
             if args.dagger_init:
                 runner.alg.actor.load_state_dict(torch.load(args.dagger_init, map_location="cpu", weights_only=False)["actor_state_dict"])
                 dagger_cfg.beta_decay_iterations = 0
             dagger = run_dagger(env, runner.alg.actor, expert, dagger_cfg, writer, bar,
                                 on_iteration=lambda it: runner.save(str(run_dir / "model_0.pt")),
-                                should_stop=lambda: time.perf_counter() - start > args.minutes * 60)
+                                should_stop=lambda: time.perf_counter() - start > args.minutes * 60,
+                                on_checkpoint=lambda n: (keep.mkdir(exist_ok=True), runner.save(str(keep / f"it_{n}.pt"))))
             dagger["init"] = args.dagger_init
+            dagger["cfg"] = dataclasses.asdict(dagger_cfg)
+            dagger["expert"] = dataclasses.asdict(expert_cfg)
             writer.close()
         dagger["wall_s"] = time.perf_counter() - start
         runner.save(str(run_dir / "model_0.pt"))

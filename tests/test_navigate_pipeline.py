@@ -23,6 +23,7 @@ def trained(tmp_path_factory, repo_root):
     run = tmp_path_factory.mktemp("nav_run")
     out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(run), "--num-envs", "16",
                           "--max-iterations", "1", "--rooms-per-density", "1", "--threads", "1", "--dagger-iterations", "1",
+                          "--near-weight", "4", "--expert-clearance", "0.55", "--dagger-checkpoint-every", "1",
                           "--export", str(run / "nav.onnx")], capture_output=True, text=True, cwd=repo_root)
     assert out.returncode == 0, out.stderr[-3000:]
     return run
@@ -35,6 +36,8 @@ def test_export_carries_the_contract_and_matches_torch(trained):
     summary = json.loads((trained / "train_summary.json").read_text())
     assert summary["iterations"] == 1 and summary["skill_sha256"] == contract.lower_skill.model_sha256
     assert summary["dagger"]["iterations"] == 1 and summary["dagger"]["samples"] == 16 * 24  # DAgger, then PPO
+    assert summary["dagger"]["cfg"]["near_weight"] == 4.0 and summary["dagger"]["expert"]["clearance_m"] == 0.55
+    assert (trained / "dagger_checkpoints" / "it_1.pt").is_file()  # kept to choose from, not a model_*.pt the export picks
     assert any(p.name.startswith("events.out.tfevents") for p in (trained / "dagger").iterdir())
     assert (trained / "nav.onnx.sha256").read_text().split()[0] == __import__("hashlib").sha256((trained / "nav.onnx").read_bytes()).hexdigest()
     assert any(p.name.startswith("events.out.tfevents") for p in trained.iterdir())  # TensorBoard
@@ -69,6 +72,8 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
         assert len(r["episodes"]) == 2 and all(e is not None for e in r["episodes"])
         for e in r["episodes"]:
             assert e["success"] + e["collided"] + e["time_out"] == 1
+        for by in r["by_density"].values():
+            assert sum(by["failures"].values()) == round(by["episodes"] * (1 - by["success_rate"]))
     assert plot_results(results, tmp_path, "t").is_file()
     # PyBullet: the reactive planner, one room; judged against the room's geometry
     room = rooms[0]

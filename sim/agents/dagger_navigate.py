@@ -29,15 +29,49 @@ class DaggerCfg:
     """Aggregated samples kept (the oldest are dropped)."""
     finetune_std: float = 0.2
     """The actor's action noise after pre-training (PPO explores around the imitated policy, not from 0.6)."""
+    near_weight: float = 0.0
+    """Loss weighting of near-obstacle decisions: a labelled state whose robot is ``near_m`` or closer to an obstacle
+    (the room's ground truth, ``expert.clearance_m``) weighs up to 1 + this in the fit (linearly, from ``near_m`` to
+    the robot's collision radius); 0: every state weighs 1 (plain MSE). Collisions come from the few decisions taken
+    close to an obstacle, which an unweighted fit averages away."""
+    near_m: float = 0.8
+    """Clearance (robot centre to surface, m) under which a state's weight rises."""
+    checkpoint_every: int = 0
+    """``on_checkpoint(it)`` every this many iterations (the trainer keeps a copy to choose from); 0: never."""
 
 
-def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, on_iteration=None, should_stop=None) -> dict:
+def near_obstacle_weight(clearance_m: torch.Tensor, cfg: DaggerCfg, radius_m: float) -> torch.Tensor:
+    """(N,) the fit's weight of each state: 1, rising linearly to 1 + ``near_weight`` from ``near_m`` to ``radius_m``."""
+    closeness = ((cfg.near_m - clearance_m) / max(cfg.near_m - radius_m, 1e-6)).clamp(0.0, 1.0)
+    return 1.0 + cfg.near_weight * closeness
+
+
+def fit_student(actor, opt, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, cfg: DaggerCfg) -> float:
+    """``cfg.epochs`` passes of weighted MSE over the aggregated set (observations ``x``, expert actions ``y``,
+    weights ``w`` with mean 1: all ones is the plain MSE); the last minibatch's loss."""
+    loss_value = float("nan")
+    for _ in range(cfg.epochs):
+        perm = torch.randperm(len(x))
+        for k in range(0, len(x), cfg.minibatch):
+            idx = perm[k:k + cfg.minibatch]
+            pred = actor(TensorDict({"policy": x[idx]}, batch_size=[len(idx)]))
+            loss = (((pred - y[idx]) ** 2).mean(-1) * w[idx]).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            loss_value = float(loss.detach())
+    return loss_value
+
+
+def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, on_iteration=None, should_stop=None,
+               on_checkpoint=None) -> dict:
     """Pre-train ``actor`` (rsl_rl MLPModel) on ``env`` (NavigateEnv) from ``expert`` (GeodesicExpert);
     ``on_iteration(it)`` after each iteration (the trainer saves a checkpoint: a run stopped early keeps its work);
     ``should_stop()`` true ends the pre-training after the current iteration (the trainer's wall-time budget)."""
     opt = torch.optim.Adam(actor.mlp.parameters(), lr=cfg.learning_rate)
     data_obs: list[torch.Tensor] = []
     data_act: list[torch.Tensor] = []
+    data_w: list[torch.Tensor] = []
     obs = env.get_observations()
     successes: list[float] = []
     loss_value = float("nan")
@@ -54,25 +88,22 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
                 student = actor(obs)
             data_obs.append(obs["policy"].clone())
             data_act.append(label)
+            if cfg.near_weight > 0:
+                clearance = expert.clearance_m(env.room, low.position_w[:, None, :2], low.position_w[:, 2])[:, 0]
+                data_w.append(near_obstacle_weight(clearance, cfg, float(env.robot.collision_radius_m)))
+            else:
+                data_w.append(torch.ones(env.num_envs))
             mix = torch.rand(env.num_envs, 1) < beta
             obs, _, dones, extras = env.step(torch.where(mix, label, student))
             ended = dones.bool()
             if ended.any():
                 successes.extend(extras["episode_end"]["success"][ended].float().tolist())
-        x, y = torch.cat(data_obs), torch.cat(data_act)
+        x, y, w = torch.cat(data_obs), torch.cat(data_act), torch.cat(data_w)
         if len(x) > cfg.dataset_size:
-            x, y = x[-cfg.dataset_size:], y[-cfg.dataset_size:]
-            data_obs, data_act = [x], [y]
-        for _ in range(cfg.epochs):
-            perm = torch.randperm(len(x))
-            for k in range(0, len(x), cfg.minibatch):
-                idx = perm[k:k + cfg.minibatch]
-                pred = actor(TensorDict({"policy": x[idx]}, batch_size=[len(idx)]))
-                loss = torch.nn.functional.mse_loss(pred, y[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                loss_value = float(loss.detach())
+            x, y, w = x[-cfg.dataset_size:], y[-cfg.dataset_size:], w[-cfg.dataset_size:]
+            data_obs, data_act, data_w = [x], [y], [w]
+        w = w / w.mean()  # the weighted fit keeps the plain fit's scale
+        loss_value = fit_student(actor, opt, x, y, w, cfg)
         recent = successes[-400:]
         rate = sum(recent) / len(recent) if recent else float("nan")
         if writer is not None:
@@ -81,9 +112,12 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
             writer.add_scalar("dagger/success_rate_window", rate, it)
             writer.add_scalar("dagger/level", env.level, it)
             writer.add_scalar("dagger/dataset", len(x), it)
+            writer.add_scalar("dagger/near_share", float((w > w.min() + 1e-6).float().mean()), it)
         done = it + 1
         if on_iteration is not None:
             on_iteration(it)
+        if on_checkpoint is not None and cfg.checkpoint_every > 0 and done % cfg.checkpoint_every == 0:
+            on_checkpoint(done)
         if progress is not None:
             progress.update(1)
             progress.set_postfix(loss=f"{loss_value:.3f}", success=f"{rate:.2f}", level=env.level, beta=f"{beta:.2f}")
