@@ -45,7 +45,7 @@ def test_an_exported_actor_warm_starts_a_run_and_exports_to_the_same_wrench(tmp_
     old, old_contract = _session(source)
     new, new_contract = _session(out)
     assert new_contract.robot.params_sha256 == CRAZYFLIE_2X.params_sha256() and new_contract.firmware is not None
-    obs = np.random.default_rng(0).normal(0.0, 0.3, (512, old_contract.observation_size)).astype(np.float32)
+    obs = np.random.default_rng(0).normal(0.0, 0.3, (2048, old_contract.observation_size)).astype(np.float32)
     a_old = old.run(None, {"obs": obs})[0].astype(np.float64)
     a_new = new.run(None, {"obs": obs})[0].astype(np.float64)
     own = np.array([[t.low, t.high] for t in old_contract.action.terms])
@@ -53,7 +53,7 @@ def test_an_exported_actor_warm_starts_a_run_and_exports_to_the_same_wrench(tmp_
     wrench_old = own[:, 0] + (a_old + 1.0) * 0.5 * (own[:, 1] - own[:, 0])
     wrench_new = cur[:, 0] + (a_new + 1.0) * 0.5 * (cur[:, 1] - cur[:, 0])
     inside = (np.abs(a_old) < 0.8).all(axis=1) & (np.abs(a_new) < 0.999).all(axis=1)
-    assert inside.sum() > 50
+    assert inside.sum() > 100  # the shipped actor saturates about 9 in 10 of these (its thrust); enough stay inside
     np.testing.assert_allclose(wrench_new[inside], wrench_old[inside], rtol=1e-4, atol=1e-7 * np.abs(own).max())
 
 

@@ -82,7 +82,8 @@ class RangeObstaclesCfg(BaseModel):
     memory_capacity: int = Field(ge=1, description="points remembered (a ring: the oldest goes first)")
     memory_spacing_m: float = Field(ge=0.0, description="a hit this close to a remembered point is not added (it renews that one)")
     memory_age_s: float = Field(gt=0.0, description="a remembered point seen from one place only is forgotten when not seen "
-                                                    "again for this long")
+                                                    "again for this long (never one inside the stop zone plus the "
+                                                    "stopping reach)")
     confirm_angle_rad: float = Field(ge=0.0, le=math.pi, description="a point seen again along a line of sight this far "
                                                                      "turned from the first is confirmed (kept until a "
                                                                      "ranger sees through it)")
@@ -214,9 +215,11 @@ class RangeObstacleUnit(ShieldUnit):
         rot = np.array(tick.r, dtype=np.float64).reshape(3, 3)
         p = np.array(tick.p, dtype=np.float64)
         mem = self.memory
-        stale = ~self.confirmed & (self.seen_s < tick.now - self.memory_age_s)
         body = mem.points_w[0] - p[:2]
-        stale |= (body * body).sum(-1) < self.radius * self.radius   # where the robot has got to, nothing was (this
+        d2 = (body * body).sum(-1)
+        guarded = self.radius + self.stop_distance_m + self._reach(tick)
+        stale = ~self.confirmed & (self.seen_s < tick.now - self.memory_age_s) & (d2 > guarded * guarded)
+        stale |= d2 < self.radius * self.radius                       # where the robot has got to, nothing was (this
         if stale.any():                                               # tick's own readings may put a contact back)
             mem.forget(stale[None])
             self.seen_s[stale] = math.inf                              # an empty slot
