@@ -18,6 +18,7 @@ the same by motor time constant, mass and battery. ``--png`` plots the median di
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -45,7 +46,6 @@ def trace_episodes(actor, cfg, episodes: int, seed: int, num_envs: int = 250) ->
         for k, v in env.params.items():
             params.setdefault(k, []).append(v.clone().reshape(n, -1).float().numpy())
         T = env.max_episode_length
-        err = np.full((n, T), np.nan, dtype=np.float64)
         err3 = np.full((n, T, 3), np.nan, dtype=np.float64)
         integ = np.full((n, T, 3), np.nan, dtype=np.float64)
         finished = torch.zeros(n, dtype=torch.bool)
@@ -83,7 +83,7 @@ def trace_episodes(actor, cfg, episodes: int, seed: int, num_envs: int = 250) ->
 def decompose(trace: dict, window_s: float) -> dict:
     """Bias, ripple and drift of the episodes that ran to their time-out (see the module docstring), m."""
     e = trace["error_w"][trace["timed_out"]]
-    w = int(round(window_s * trace["control_rate_hz"]))
+    w = round(window_s * trace["control_rate_hz"])
     last, before = e[:, -w:], e[:, -2 * w:-w]
     mean_last = last.mean(axis=1)
     mean_before = before.mean(axis=1)
@@ -91,21 +91,25 @@ def decompose(trace: dict, window_s: float) -> dict:
     slope = (last * tt[None, :, None]).sum(axis=1) / (tt * tt).sum()  # per tick, a least-squares line through the window
     ripple = np.sqrt(((last - mean_last[:, None] - slope[:, None] * tt[None, :, None]) ** 2).mean(axis=1))  # (n, 3) about the line
     final = e[:, -1]
-    horiz = lambda v: np.linalg.norm(v[..., :2], axis=-1)  # noqa: E731
     return {
-        "episodes_timed_out": int(e.shape[0]),
+        "episodes_timed_out": e.shape[0],
         "median_final_m": float(np.median(np.linalg.norm(final, axis=-1))),
         "median_final_z_m": float(np.median(np.abs(final[:, 2]))),
-        "median_final_xy_m": float(np.median(horiz(final))),
+        "median_final_xy_m": float(np.median(_horizontal(final))),
         "median_bias_m": float(np.median(np.linalg.norm(mean_last, axis=-1))),
         "median_bias_z_m": float(np.median(np.abs(mean_last[:, 2]))),
-        "median_bias_xy_m": float(np.median(horiz(mean_last))),
+        "median_bias_xy_m": float(np.median(_horizontal(mean_last))),
         "mean_bias_z_m": float(np.mean(mean_last[:, 2])),
         "median_ripple_m": float(np.median(np.linalg.norm(ripple, axis=-1))),
         "median_ripple_z_m": float(np.median(ripple[:, 2])),
-        "median_ripple_xy_m": float(np.median(horiz(ripple))),
+        "median_ripple_xy_m": float(np.median(_horizontal(ripple))),
         "median_drift_m": float(np.median(np.linalg.norm(mean_last - mean_before, axis=-1))),
     }
+
+
+def _horizontal(v: np.ndarray) -> np.ndarray:
+    """The length of the x/y part (last axis)."""
+    return np.linalg.norm(v[..., :2], axis=-1)
 
 
 def by_bins(trace: dict, name: str, edges, scale: float = 1.0) -> list:
@@ -113,7 +117,7 @@ def by_bins(trace: dict, name: str, edges, scale: float = 1.0) -> list:
     p = trace["params"][name][trace["timed_out"]][:, 0] * scale
     final = np.linalg.norm(trace["error_w"][trace["timed_out"]][:, -1], axis=-1)
     rows = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in itertools.pairwise(edges):
         m = (p >= lo) & (p < hi)
         rows.append((lo, hi, int(m.sum()), float(np.median(final[m])) if m.any() else float("nan")))
     return rows
@@ -131,8 +135,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     import torch
-
     from bench_firmware_chain import OnnxActor, _cfg
+
     from robot_hrl.robots import CRAZYFLIE_2X
 
     torch.set_num_threads(1)
