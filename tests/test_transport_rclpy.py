@@ -138,32 +138,63 @@ def test_rclpy_default_settings_talk_to_a_cyclonedds_process(domain, monkeypatch
         node.shutdown()
 
 
-def test_a_sample_rclpy_cannot_convert_is_dropped_not_fatal(domain, monkeypatch, capfd):
+class _FailingTake:
+    """A real subscription handle whose next ``take_message`` raises the given errors first, as pybind11 raises
+    when rclpy's C conversion of a taken sample returns no object (the sample is consumed, as in rclpy)."""
+
+    def __init__(self, real, failures):
+        self._real, self._failures = real, list(failures)
+
+    def __enter__(self):
+        return self._real.__enter__()
+
+    def __exit__(self, *exc):
+        return self._real.__exit__(*exc)
+
+    def take_message(self, msg_type, raw):
+        taken = self._real.take_message(msg_type, raw)
+        if taken is not None and self._failures:
+            raise self._failures.pop(0)
+        return taken
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def test_a_sample_rclpy_cannot_convert_is_dropped_and_the_node_keeps_every_callback(domain, capfd):
     """rclpy converts a taken sample in C before any callback; when that conversion yields no object, pybind11's
-    tuple of (message, info) raises "Unable to convert call argument '0' to Python object" from the executor (seen
-    once in CI, the launch monitor died of it). The node counts it as a dropped sample and keeps spinning; any other
-    RuntimeError still propagates."""
+    tuple of (message, info) raises "Unable to convert call argument '0' to Python object" inside rclpy's take (seen
+    in CI: the launch monitor). Failing there, rclpy's handler never ends the callback group's execution: the node's
+    default group stays busy and every later callback of the node is dead. Injected into the real take of one
+    subscription (real rclpy executor, real Fast DDS): the sample is counted as dropped, and the same subscription,
+    another one and a timer of the node all go on. A RuntimeError of another kind still propagates."""
     node = create_node("convert_guard", backend="rclpy", domain_id=domain)
     try:
-        real = node._executor.spin_once
-        failures = iter([RuntimeError("Unable to convert call argument '0' to Python object (#define "
-                                      "PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)")])
-
-        def spin_once(timeout_sec=None):
-            exc = next(failures, None)
-            if exc is not None:
-                raise exc
-            return real(timeout_sec=timeout_sec)
-
-        monkeypatch.setattr(node._executor, "spin_once", spin_once)
-        node.spin_once(0.0)
-        node.spin_once(0.0)  # the next spin works
-        assert node.dropped_samples == 1
+        got_a, got_b, ticks = [], [], []
+        sub_a = node.create_subscription(String, "/conv_a", lambda m: got_a.append(m.data))
+        node.create_subscription(String, "/conv_b", lambda m: got_b.append(m.data))
+        node.create_timer(0.02, lambda: ticks.append(1))
+        real = sub_a._sub.handle
+        sub_a._sub._Subscription__subscription = _FailingTake(real, [RuntimeError(
+            "Unable to convert call argument '0' to Python object (#define PYBIND11_DETAILED_ERROR_MESSAGES or compile "
+            "in debug mode for details)")])
+        pub_a, pub_b = node.create_publisher(String, "/conv_a"), node.create_publisher(String, "/conv_b")
+        spin_until(node, lambda: pub_a.get_subscription_count() > 0 and pub_b.get_subscription_count() > 0,
+                   what="the node's own subscriptions")
+        pub_a.publish(String(data="lost"))
+        spin_until(node, lambda: node.dropped_samples == 1, what="the unconvertible sample")
         out, err = capfd.readouterr()  # the node's logger goes through ROS 2's logging (stderr)
         assert "dropped an undecodable message (RuntimeError: Unable to convert call argument" in out + err
+        before = len(ticks)
+        pub_a.publish(String(data="a"))
+        pub_b.publish(String(data="b"))
+        spin_until(node, lambda: got_a == ["a"] and got_b == ["b"] and len(ticks) > before + 2,
+                   what="every callback of the node after the dropped sample")
+        assert node.dropped_samples == 1
 
-        monkeypatch.setattr(node._executor, "spin_once", lambda timeout_sec=None: (_ for _ in ()).throw(RuntimeError("boom")))
+        sub_a._sub._Subscription__subscription = _FailingTake(real, [RuntimeError("boom")])
+        pub_a.publish(String(data="c"))
         with pytest.raises(RuntimeError, match="boom"):
-            node.spin_once(0.0)
+            spin_until(node, lambda: False, what="the other error")
     finally:
         node.shutdown()

@@ -46,6 +46,42 @@ from robot_hrl.transport.interface import (
 from robot_hrl.transport.ros_conversion import from_ros, rclpy_message_class, to_ros
 
 _MAX_WAIT_S = 0.05
+
+
+def _unconvertible(exc: BaseException) -> bool:
+    """A sample rclpy could not turn into Python: a string that is not UTF-8 (decoded in C before any callback),
+    or pybind11's "Unable to convert call argument '0' to Python object" when the C conversion of a taken sample
+    returns no object (Subscription.take_message's py::make_tuple; seen in CI in the launch monitor)."""
+    return isinstance(exc, UnicodeDecodeError) or (
+        isinstance(exc, RuntimeError) and "Unable to convert call argument" in str(exc))
+
+
+class _DroppingExecutor(SingleThreadedExecutor):
+    """rclpy's single-threaded executor that drops a sample it cannot convert and goes on.
+
+    Catching the failure around ``spin_once`` is not enough: rclpy (Jazzy, ``Executor._make_handler``) takes the
+    sample inside the handler before it clears the subscription's ``_executor_event`` and before the ``finally``
+    that ends the callback group's execution, so an exception from the take leaves the subscription out of every
+    later wait set and the node's default (mutually exclusive) callback group busy for good: every timer and
+    subscription of the node stops, silently (the launch monitor went deaf after one such sample and the launch
+    never printed its result). The take itself is where the sample is dropped: it returns no work, and the handler
+    ends as for an empty take."""
+
+    def __init__(self, on_drop: Callable[[Exception], None]):
+        super().__init__()
+        if not hasattr(SingleThreadedExecutor, "_take_subscription"):
+            raise TransportError("this rclpy has no Executor._take_subscription (robot_hrl is tested on ROS 2 Jazzy's); "
+                                 "install the Jazzy wheels (.ci/ros)")
+        self._on_drop = on_drop
+
+    def _take_subscription(self, sub):
+        try:
+            return super()._take_subscription(sub)
+        except (UnicodeDecodeError, RuntimeError) as exc:
+            if not _unconvertible(exc):
+                raise
+            self._on_drop(exc)
+            return None
 _CONTEXT_LOCK = threading.Lock()
 _CONTEXT_USERS = 0
 _WE_INITIALISED = False
@@ -241,7 +277,7 @@ class RclpyNode(Node):
         self._logger.addHandler(_RosoutHandler(self._node.get_logger()))
         self._propagated = self._logger.propagate
         self._logger.propagate = False  # rcutils prints it (and sends it to /rosout): one line per record
-        self._executor = SingleThreadedExecutor()
+        self._executor = _DroppingExecutor(self._drop_undecodable)
         self._executor.add_node(self._node)
         self._shutdown = False
         self._spinning = False
@@ -331,18 +367,7 @@ class RclpyNode(Node):
                 self._destroy()
 
     def _spin_once_guarded(self, timeout_s: float) -> None:
-        try:
-            self._executor.spin_once(timeout_sec=timeout_s)
-        except UnicodeDecodeError as exc:
-            # rclpy decodes in C before our callback: a string that is not UTF-8 surfaces here.
-            self._drop_undecodable(exc)
-        except RuntimeError as exc:
-            # The same failure seen from pybind11: when rclpy's C conversion of a taken sample returns no object,
-            # Subscription.take_message's py::make_tuple raises "Unable to convert call argument '0' to Python
-            # object" (seen once in CI in the launch monitor, issue 15's stock-ROS 2 test). A sample, not the node.
-            if "Unable to convert call argument" not in str(exc):
-                raise
-            self._drop_undecodable(exc)
+        self._executor.spin_once(timeout_sec=timeout_s)  # a sample rclpy cannot convert: _DroppingExecutor
 
     def _drop_undecodable(self, exc: Exception) -> None:
         """Count a sample rclpy could not convert to Python, and say so (the first three, then every 100th)."""
