@@ -262,7 +262,7 @@ def test_contract_names_the_parameters_and_old_contracts_are_unchanged():
     assert c.observation_size == 25 and term.name == TERM_NAME and term.units == "m s"
     assert term.clip == (-SPEC.limit_m_s, SPEC.limit_m_s) and term.frame == SPEC.frame == "world_enu"
     again = type(c).from_json(c.to_json())
-    assert again.observations[-1].integral == ErrorIntegral(time_constant_s=2.0, limit_m_s=0.02, subgoal_change_m=0.001, frame="world_enu",
+    assert again.observations[-1].integral == ErrorIntegral(time_constant_s=20.0, limit_m_s=0.05, subgoal_change_m=0.001, frame="world_enu",
                                                             active_radius_m=0.1)
     # a spec without the gate serializes without the key: contracts written before it keep their bytes and hashes
     ungated = goto_contract(CRAZYFLIE_2X, error_integral=SPEC)
