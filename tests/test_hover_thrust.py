@@ -280,16 +280,25 @@ def test_without_the_unit_the_model_keeps_the_worst_case_and_the_nominal_feedfor
     assert s.model.weak_fraction == s.model.weak_fraction_cfg and s.model.ff_mass == s.model.mass
 
 
-def test_off_by_default_in_the_stopping_model_the_estimate_feeds_the_backup_only():
-    s = _shield(load_shield_config())
-    unit = s.unit("hover_thrust")
-    for _ in _hover_flight(s, 0.36, 300):
-        pass
-    assert unit.converged
-    assert s.model.weak_fraction == s.model.weak_fraction_cfg and s.model.strong_fraction == s.model.strong_fraction_cfg
-    assert s.model.ff_mass == pytest.approx(unit.filter.hover_n / G) and abs(unit.filter.hover_n - 0.36) < 0.0036
-    diag = next(d for d in s.diagnostics() if d["name"] == "shield/hover_thrust")
-    assert "backup only" in diag["values"]["braking_on"]
+def test_on_by_default_in_the_stopping_model_and_off_the_estimate_feeds_the_backup_only():
+    """Shipped on (the descent's reaction time is derived: docs/safety.md); off, the worst-case airframe stays."""
+    for cfg, in_model in ((load_shield_config(), True), (_config(False), False)):
+        assert cfg.hover_thrust.use_in_stopping_model is in_model
+        s = _shield(cfg)
+        unit = s.unit("hover_thrust")
+        for _ in _hover_flight(s, 0.36, 300):
+            pass
+        assert unit.converged
+        assert s.model.ff_mass == pytest.approx(unit.filter.hover_n / G) and abs(unit.filter.hover_n - 0.36) < 0.0036
+        diag = next(d for d in s.diagnostics() if d["name"] == "shield/hover_thrust")
+        worst = s.model.weak_fraction == s.model.weak_fraction_cfg and s.model.strong_fraction == s.model.strong_fraction_cfg
+        if in_model:  # a 0.36 N hover thrust: a heavier airframe than the model's, within the range (not its worst end)
+            assert not worst and s.model.weak_fraction > s.model.weak_fraction_cfg
+            assert s.model.reaction_weak_fraction == pytest.approx(min(1.0, s.model.weak_fraction))
+            assert diag["values"]["braking_on"] == "estimate"
+        else:
+            assert worst and s.model.reaction_weak_fraction == 1.0
+            assert "backup only" in diag["values"]["braking_on"]
 
 
 def test_the_filter_refuses_a_prior_outside_its_range_and_gates_an_outlier():

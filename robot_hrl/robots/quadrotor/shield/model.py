@@ -19,7 +19,8 @@ The stopping model along one direction n (speed v = v.n, acceleration a = a.n):
 along n is the straight-line stopping distance projected on n. ``b`` is the deceleration the
 backup reaches at its tilt limit (horizontal), with its thrust range (vertical), times
 ``brake_decel_fraction``; ``t_r`` is ``stopping.reaction_time_s`` horizontally (a tick, the
-motor lag and the attitude swing) and for stopping a descent, and
+motor lag and the attitude swing), :func:`descent_reaction_time` for stopping a descent (the tick and the
+latency, levelling from the predicted tilt, the rotors' spool-up with the slowest motor), and
 ``stopping.vertical_reaction_time_s`` for stopping a climb (a tick and the motor lag: less
 thrust brakes a climb at any attitude).
 """
@@ -200,11 +201,26 @@ class DynamicsModel:
         self.ff_mass = self.mass
         """The mass the backup's thrust feed-forward divides by: the model's until the airframe's hover thrust is estimated
         (:meth:`set_hover_thrust`), then that hover thrust over g (the mass the rotors carry, within the airframe range)."""
+        self.reaction_weak_fraction = 1.0
+        """The descent's reaction phase: the command's upward thrust times this (1: the nominal airframe's response to
+        it; with a converged hover-thrust estimate in the model, its weak bound when below 1: a heavy, weak airframe
+        descends faster under the same command, and the descent's reaction lasts 0.2-0.6 s)."""
         self.hover_thrust_n: float | None = None
         """The converged hover-thrust estimate the model uses (None: none; the worst case and the model's mass)."""
         self.disturbance_accel_mps2 = 0.0
         """A steady vertical disturbance (m/s^2) the estimate's bounds are derated for (the hover-thrust unit sets it)."""
         self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake_horizontal
+        self.descent_dead_time_s = self.dt + self.latency
+        """The part of a descent's reaction time nothing shortens: the tick the judged command flies, then the actuation
+        latency before the backup's first command reaches the motors, s (:func:`descent_reaction_time`)."""
+        self.backup_brake_tilt_rad = tilt
+        """The backup's tilt limit (``backup.max_tilt_deg``): the descent brake ``brake_up`` is computed at it."""
+        self.level_cos = math.cos(tilt)
+        """Cosine of the largest tilt at which the backup's full thrust, projected on the body z axis as it commands it
+        (vertical part ``T cos^2``), still gives the descent brake ``brake_up``: above it the body must level first
+        (:meth:`_update_level_tilt`, whenever ``brake_up`` changes)."""
+        self.level_tilt_rad = tilt
+        self._update_level_tilt()
         """How long the backup takes to stop the fastest motion the limits allow (the stale-state hold)."""
         if self.brake_up <= 0.0:
             backup_max_thrust = self.backup_max_thrust_fraction * self.max_total_thrust
@@ -227,6 +243,7 @@ class DynamicsModel:
             self.max_total_thrust = thrust
             brake = self._brake_up_per_n * thrust - self._brake_up_g
             self.brake_up = brake if brake > self.MIN_BRAKE_UP_MPS2 else self.MIN_BRAKE_UP_MPS2
+            self._update_level_tilt()
 
     def set_hover_thrust(self, estimate_n: float | None, low_n: float | None = None, high_n: float | None = None) -> None:
         """The airframe's hover thrust, estimated (robot_hrl/robots/quadrotor/shield/hover_thrust.py), N: ``estimate_n``
@@ -251,12 +268,14 @@ class DynamicsModel:
         self.ff_mass = ff
         if low_n is None or high_n is None:
             weak, strong = lo_f, hi_f
+            self.reaction_weak_fraction = 1.0
         else:
             d = self.disturbance_accel_mps2
             weak = bm * (self.g - d) / high_n
             strong = bm * (self.g + d) / low_n
             weak = lo_f if weak < lo_f else hi_f if weak > hi_f else weak
             strong = lo_f if strong < lo_f else hi_f if strong > hi_f else strong
+            self.reaction_weak_fraction = weak if weak < 1.0 else 1.0
         if weak == self.weak_fraction and strong == self.strong_fraction:
             return
         self.weak_fraction = weak
@@ -265,6 +284,23 @@ class DynamicsModel:
         brake = self._brake_up_per_n * self.max_total_thrust - self._brake_up_g
         self.brake_up = brake if brake > self.MIN_BRAKE_UP_MPS2 else self.MIN_BRAKE_UP_MPS2
         self.brake_down = self._brake_frac_g - self._brake_down_per_fraction * strong
+        self._update_level_tilt()
+
+    def _update_level_tilt(self) -> None:
+        """The largest tilt the descent brake holds at (``level_cos``, ``level_tilt_rad``).
+
+        The backup commands the thrust vector's projection on the body z axis, so at a tilt ``theta`` from the thrust
+        vector its full thrust ``T_b`` (on the weakest airframe: ``weak_fraction``) lifts ``T_b cos^2(theta)``. The
+        brake ``brake_up`` = ``f (T_b cos(tilt_b) / m - g)`` (``f`` = ``brake_decel_fraction``) is reached while
+        ``T_b cos^2(theta) / m - g >= brake_up``: ``cos^2(theta) >= (brake_up + g) m / T_b``. Never above the backup's
+        tilt limit (the brake was computed at it); 0 rad when even level flight gives no more than the brake."""
+        full = self._brake_up_per_n * self.max_total_thrust / (self._brake_up_g / self.g)  # T_b cos(tilt_b) / m
+        full /= math.cos(self.backup_brake_tilt_rad)                                         # T_b / m
+        c2 = (self.brake_up + self.g) / full if full > 0.0 else 1.0
+        c = math.sqrt(c2) if c2 < 1.0 else 1.0
+        lim = math.cos(self.backup_brake_tilt_rad)
+        self.level_cos = c if c > lim else lim
+        self.level_tilt_rad = math.acos(self.level_cos)
 
     # ---- commands ---------------------------------------------------------------------------
     def wrench_to_action(self, i: int, w: float) -> float:
@@ -348,6 +384,9 @@ class DynamicsModel:
                     an, best = a, axis
         an -= self.g * nz
         t = self.reaction_time if nz <= 0.0 or abs(nz) < 0.7 else self.vertical_reaction_time
+        if nz <= -0.7:  # a descent: the reaction of stopping one (levelling, then the rotors' spool-up)
+            cz = c[2] if c[2] < d[2] else d[2]
+            t = descent_reaction_time(self, cz, tick.w, cmd if cmd < est else est)
         if vn > 0.0 and an < 0.0 and vn + an * t <= 0.0:  # the command itself turns it around: its peak
             return vn * vn / (-2.0 * an)
         if abs(nz) < 0.7:  # (about) horizontal: the tilt brakes, in the plane of the velocity after the reaction time
@@ -356,7 +395,7 @@ class DynamicsModel:
             return self.stopping_distance(vn, an, math.sqrt(px * px + py * py), self.brake_horizontal, t)
         if nz > 0.0:  # a climb: less thrust brakes it
             return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time)
-        return self.stopping_distance(vn, an, 0.0, self.brake_up, self.reaction_time)
+        return self.stopping_distance(vn, an, 0.0, self.brake_up, t)
 
     # ---- stopping distance ----------------------------------------------------------------
     def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None) -> float:
@@ -390,6 +429,52 @@ def thrust_axes(m: DynamicsModel, r, w) -> tuple[tuple, tuple]:
     return c, (qx / n, qy / n, qz / n)
 
 
+SPOOL_DEFICIT_FROM_REST = 1.5
+"""The spool-up's dead time in motor time constants from rotors at rest (:func:`spool_dead_time_s`)."""
+
+
+def spool_dead_time_s(m: DynamicsModel, thrust_n: float) -> float:
+    """The dead time equivalent to the rotors spooling from ``thrust_n`` (N, total) up to the backup's full thrust
+    ``T_b`` with the slowest motor designed for (``T_m`` = ``stopping.motor_time_constant_s``), s.
+
+    The motors lag the rotor speed first-order (robot_hrl/robots/crazyflie_2x/actuators.py; thrust ~ speed^2). From
+    speed ``w0`` toward ``w1`` the thrust that is missing against a step, integrated, is
+    ``k T_m (T_b - T_0)`` with ``k = (1.5 w1 + 0.5 w0) / (w1 + w0)`` (1 for a thrust-space lag, 1.5 from rest). The
+    missing thrust decays monotonically, so a dead time of ``k T_m`` under the starting thrust followed by the full
+    brake never lifts the robot more, at any moment, than the spool-up does (its deficit, integrated, is never less).
+    ``w0 / w1 = sqrt(T_0 / T_b)``; the weakest airframe does not change the ratio (both thrusts scale with it)."""
+    full = m.backup_max_thrust_fraction * m.max_total_thrust
+    rho = math.sqrt(thrust_n / full) if 0.0 < thrust_n < full else (1.0 if thrust_n >= full else 0.0)
+    k = (SPOOL_DEFICIT_FROM_REST + (SPOOL_DEFICIT_FROM_REST - 1.0) * rho) / (1.0 + rho)
+    return k * m.design_motor_tau
+
+
+def level_time_s(m: DynamicsModel, cz: float, w) -> float:
+    """How long the backup needs before its thrust points up enough for the descent brake (``m.level_cos``), from a
+    body z axis whose vertical component is at worst ``cz`` (the tilt now or once the rates are stopped), s.
+
+    0 within the brake's tilt. Beyond it, the airframe's attitude response: the torque acts after the design motor
+    lag, a tick and the latency (``m.tilt_lag``), the body rates are stopped at ``m.tilt_alpha`` (half the torque
+    authority over the largest inertia: the weakest rotors and the heaviest inertia of the randomization keep more
+    than that), then the rest of the tilt is taken out accelerating and decelerating at ``m.tilt_alpha``:
+    ``2 sqrt(delta / alpha)``."""
+    if cz >= m.level_cos:
+        return 0.0
+    w0, w1 = w[0], w[1]
+    tilt = math.acos(cz if cz > -1.0 else -1.0)
+    delta = tilt - m.level_tilt_rad
+    return m.tilt_lag + math.sqrt(w0 * w0 + w1 * w1) / m.tilt_alpha + 2.0 * math.sqrt(delta / m.tilt_alpha)
+
+
+def descent_reaction_time(m: DynamicsModel, cz: float, w, thrust_n: float) -> float:
+    """The reaction time before the backup brakes a descent at ``m.brake_up``: the tick and the latency
+    (``m.descent_dead_time_s``), levelling the body from its worst tilt (:func:`level_time_s`), then the rotors'
+    spool-up from the weaker of the commanded and estimated thrusts (:func:`spool_dead_time_s`), in series (the
+    backup's thrust at a large tilt is only the projection of its thrust vector: the spool-up is counted after the
+    levelling, from the thrust before it)."""
+    return m.descent_dead_time_s + level_time_s(m, cz, w) + spool_dead_time_s(m, thrust_n)
+
+
 def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float) -> tuple:
     """(x0, x1, y0, y1, z0, z1, z1c): the box the robot stays in until it stands still.
 
@@ -421,8 +506,12 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     # a light, strong airframe turns the command into more thrust: its climb (the weak side is the descent brake's
     # thrust_fraction; on the command itself it would hold every hover of an unknown airframe)
     hi[2] = (hi[2] * m.strong_fraction if hi[2] > 0.0 else hi[2]) - m.g
-    lo[2] -= m.g
+    # ... and with a converged hover-thrust estimate in the model, a heavy, weak one turns it into less: its descent
+    # (the estimate's weak bound, never above the nominal airframe's)
+    lo[2] = (lo[2] * m.reaction_weak_fraction if lo[2] > 0.0 else lo[2]) - m.g
     t = m.reaction_time
+    cz = c[2] if c[2] < d[2] else d[2]
+    td = descent_reaction_time(m, cz, w, weak * m.brake_mass)
     ax = hi[0] if hi[0] > -lo[0] else -lo[0]
     ay = hi[1] if hi[1] > -lo[1] else -lo[1]
     v1x = abs(v[0]) + ax * t
@@ -434,7 +523,7 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     return (
         p[0] - sd(-v[0], -lo[0], plane, bh), p[0] + sd(v[0], hi[0], plane, bh),
         p[1] - sd(-v[1], -lo[1], plane, bh), p[1] + sd(v[1], hi[1], plane, bh),
-        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, t), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv),
+        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv),
         p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t),
     )
 
