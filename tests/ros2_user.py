@@ -9,12 +9,12 @@ Commands, one per line on stdin; each answer is one line ``<WORD> <json>`` on st
 
 - ``graph NODE,NODE,...`` -> ``GRAPH {...}`` once every named node is seen: node names, topic
   types, and the QoS of each topic's publishers and subscriptions (as ``ros2 topic info -v``).
-- ``pub_task N TEXT`` -> ``SENT {...}``: a new /task publisher (default QoS), waits for a matched
-  subscription (as ``ros2 topic pub`` does), publishes N times, 0.1 s apart (``--once``: N = 1;
+- ``pub_task N W TEXT`` -> ``SENT {...}``: a new /task publisher (default QoS), waits for W matched
+  subscriptions (as ``ros2 topic pub -w W`` does; W = 1 is its default), publishes N times, 0.1 s apart (``--once``: N = 1;
   ``-t N -r 10``), stopping early once /planner/status shows the task (as a user watching
   ``ros2 topic echo /planner/status`` would).
 - ``subgoals X Y Z`` -> ``STREAMING``: /subgoal (default QoS) at 5 Hz from now on, ``stop_subgoals`` ends it.
-- ``estop N`` -> ``ESTOP {...}``: a NEW /estop publisher (default QoS, volatile), waits for a match,
+- ``estop N W`` -> ``ESTOP {...}``: a NEW /estop publisher (default QoS, volatile), waits for W matches,
   publishes ``true`` N times, 0.1 s apart, and reports how many /cmd_wrench messages with thrust arrived after it and
   the seconds until the first one with zero thrust.
 - ``status`` -> ``STATUS {...}``: the latest /skill/status and /planner/status JSON.
@@ -94,11 +94,13 @@ def main() -> None:
     def say(word: str, payload: object) -> None:
         print(f"{word} {json.dumps(payload)}", flush=True)
 
-    def wait_matched(pub, guard_s: float = 30.0) -> bool:
+    def wait_matched(pub, want: int = 1, guard_s: float = 30.0) -> bool:
+        """``ros2 topic pub -w want``: until ``want`` subscriptions matched. With fewer than every reader of the
+        topic, a single sample may reach only those matched so far (the recorder's, not the planner's)."""
         end = time.monotonic() + guard_s
-        while pub.get_subscription_count() == 0 and time.monotonic() < end:
+        while pub.get_subscription_count() < want and time.monotonic() < end:
             time.sleep(0.01)
-        return pub.get_subscription_count() > 0
+        return pub.get_subscription_count() >= want
 
     def graph(names: list[str]) -> None:
         end = time.monotonic() + 30.0
@@ -116,9 +118,9 @@ def main() -> None:
             }
         say("GRAPH", {"nodes": sorted(node.get_node_names()), "topics": topics, "info": info})
 
-    def pub_task(times: int, text: str) -> None:
+    def pub_task(times: int, want: int, text: str) -> None:
         pub = node.create_publisher(String, "/task", default)
-        matched = wait_matched(pub)
+        matched = wait_matched(pub, want)
         sent = 0
         for i in range(times):
             if i:
@@ -140,9 +142,9 @@ def main() -> None:
         msg.pose.orientation.w = 1.0
         subgoal["pub"].publish(msg)
 
-    def estop(times: int) -> None:
+    def estop(times: int, want: int) -> None:
         pub = node.create_publisher(Bool, "/estop", default)
-        matched = wait_matched(pub)
+        matched = wait_matched(pub, want)
         with lock:
             mark = len(wrenches)
         t0 = time.monotonic()
@@ -172,8 +174,8 @@ def main() -> None:
         if word == "graph":
             graph([n for n in rest.split(",") if n])
         elif word == "pub_task":
-            times, _, text = rest.partition(" ")
-            pub_task(int(times), text)
+            times, want, text = rest.split(" ", 2)
+            pub_task(int(times), int(want), text)
         elif word == "subgoals":
             subgoal["xyz"] = tuple(float(v) for v in rest.split())
             if subgoal["pub"] is None:
@@ -186,7 +188,8 @@ def main() -> None:
                 subgoal["timer"] = None
             say("STOPPED", {})
         elif word == "estop":
-            estop(int(rest or 1))
+            times, _, want = rest.partition(" ")
+            estop(int(times or 1), int(want or 1))
         elif word == "status":
             with lock:
                 say("STATUS", {"skill": latest["skill"], "planner": latest["planner"]})

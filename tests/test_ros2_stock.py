@@ -175,13 +175,19 @@ def test_a_stock_ros2_sees_and_drives_the_graph_then_ctrl_c_stops_it_cleanly(tmp
         # reader of a non-Cyclone writer at its first heartbeat: eclipse-cyclonedds ddsi_endpoint_match.c;
         # Fast DDS heartbeats every 3 s): there the user repeats it at 10 Hz until it shows (`ros2 topic
         # pub -r 10`), as docs/nodes_launch.md says.
+        # `--once` waits for every reader of the topic (`-w N`, what the launcher's note says for /task): with
+        # the default -w 1 its one sample may go to the recorder's reader alone (seen in CI: the planner never
+        # got the task).
         times = 1 if backend == "rclpy" else 100
-        stopped = user.ask(f"estop {times}", "ESTOP")
+        readers = {t: len(seen["info"][t]["subscriptions"]) for t in ("/estop", "/task")}
+        if backend == "rclpy":
+            assert f"-w {readers['/task']} " in note, (readers, note)
+        stopped = user.ask(f"estop {times} {readers['/estop']}", "ESTOP")
         assert stopped["matched"] and stopped["off_s"] is not None, stopped
         user.wait_status("the e-stop latched", lambda s: (s["skill"] or {}).get("state") == "estop")
         user.ask("stop_subgoals", "STOPPED")
 
-        assert user.ask(f"pub_task {times} takeoff 0.6; land", "SENT")["matched"]
+        assert user.ask(f"pub_task {times} {readers['/task']} takeoff 0.6; land", "SENT")["matched"]
         user.wait_status("the planner got the task from a default-QoS publisher",
                          lambda s: "takeoff 0.6" in str((s["planner"] or {}).get("task", "")))
     finally:

@@ -184,7 +184,7 @@ def test_a_sample_rclpy_cannot_convert_is_dropped_and_the_node_keeps_every_callb
         pub_a.publish(String(data="lost"))
         spin_until(node, lambda: node.dropped_samples == 1, what="the unconvertible sample")
         out, err = capfd.readouterr()  # the node's logger goes through ROS 2's logging (stderr)
-        assert "dropped an undecodable message (RuntimeError: Unable to convert call argument" in out + err
+        assert "dropped an undecodable message on /conv_a (RuntimeError: Unable to convert call argument" in out + err
         before = len(ticks)
         pub_a.publish(String(data="a"))
         pub_b.publish(String(data="b"))
@@ -197,4 +197,48 @@ def test_a_sample_rclpy_cannot_convert_is_dropped_and_the_node_keeps_every_callb
         with pytest.raises(RuntimeError, match="boom"):
             spin_until(node, lambda: False, what="the other error")
     finally:
+        node.shutdown()
+
+
+def test_ctrl_c_inside_rclpys_take_still_stops_the_spin(domain):
+    """Python's default SIGINT handler raises KeyboardInterrupt in the next Python code, and inside rclpy's take that
+    is the message constructor called by the C conversion: the conversion returns no object, pybind11 reports
+    "Unable to convert call argument", and Ctrl-C is lost (seen in CI: the launcher ignored SIGINT and was killed).
+    A real SIGINT is sent from inside the real conversion of a real sample: the sample is delivered, and the spin
+    ends with KeyboardInterrupt."""
+    import os
+    import signal
+    import threading
+
+    from std_msgs.msg import String as RosString
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    node = create_node("ctrl_c_guard", backend="rclpy", domain_id=domain)
+    original = RosString.__init__
+    fired = []
+
+    def constructor_that_gets_ctrl_c(self, *args, **kwargs):
+        if not fired and not args and not kwargs:  # the C conversion constructs with no arguments
+            fired.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # Python code runs here: the pending signal's handler with it
+                pass
+        original(self, *args, **kwargs)
+
+    try:
+        got = []
+        node.create_subscription(String, "/ctrl_c", lambda m: got.append(m.data))
+        pub = node.create_publisher(String, "/ctrl_c")
+        spin_until(node, lambda: pub.get_subscription_count() > 0, what="the node's own subscription")
+        RosString.__init__ = constructor_that_gets_ctrl_c
+        pub.publish(String(data="sample"))
+        end = time.monotonic() + 10.0
+        with pytest.raises(KeyboardInterrupt):  # lost Ctrl-C: the spin ends at the guard, "DID NOT RAISE"
+            node.spin(until=lambda: time.monotonic() > end)
+        assert fired and got == ["sample"] and node.dropped_samples == 0
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    finally:
+        RosString.__init__ = original
         node.shutdown()

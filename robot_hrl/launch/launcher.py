@@ -280,10 +280,10 @@ class Launcher:
         try:
             recording = self.start_recorder()
             self.start_nodes()
-            print(self.discovery_note(), flush=True)
-            task = self.args["task"].strip()
             # our own readers of /task (the recorder) match at once; the planner's once discovered
             local_readers = self.task_pub.get_subscription_count()
+            print(self.discovery_note(task_readers=local_readers + 1), flush=True)
+            task = self.args["task"].strip()
             live = _LiveSummary(self.monitor, enabled=self.o.live)
             with live:
                 while True:
@@ -356,8 +356,10 @@ class Launcher:
         return result
 
 
-    def discovery_note(self) -> str:
-        """One line for a ROS 2 user on this machine: how to see and drive this graph."""
+    def discovery_note(self, task_readers: int = 1) -> str:
+        """One line for a ROS 2 user on this machine: how to see and drive this graph. ``task_readers``: the
+        /task subscriptions of the graph (the planner's, and the recorder's when the run is recorded); a
+        ``--once`` publisher waits for all of them (``-w``), or its one sample may go to the recorder alone."""
         ns = self.args["namespace"].strip("/")
         topic = f"/{ns}/task" if ns else "/task"
         head = f"graph on backend {self.o.backend}, ROS_DOMAIN_ID={self.domain_id}"
@@ -365,7 +367,9 @@ class Launcher:
             return f"{head}: ROS 2 (same ROS_DOMAIN_ID) sees it, e.g. `ros2 topic echo {topic}`"
         if self.o.backend == "rclpy":
             return (f"{head}, discovery on this machine only ({self._range_note()}): a ROS 2 here sees it with "
-                    f"its default settings, e.g. `ros2 topic pub --once {topic} std_msgs/msg/String \"{{data: 'land'}}\"`")
+                    f"its default settings, e.g. `ros2 topic pub --once -w {task_readers} {topic} std_msgs/msg/String "
+                    f"\"{{data: 'land'}}\"` (-w: the {task_readers} /task reader(s), the planner"
+                    f"{' and the recorder' if task_readers > 1 else ''})")
         profile = self.out / "logs" / "cyclonedds_loopback.xml"
         profile.write_text(self.env.get("CYCLONEDDS_URI", ""))
         return (f"{head}, loopback only: ROS 2 with Fast DDS (the default RMW) sees it with its default settings; "

@@ -19,6 +19,7 @@ rclpy is available.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from typing import Any, Callable
@@ -67,7 +68,7 @@ class _DroppingExecutor(SingleThreadedExecutor):
     never printed its result). The take itself is where the sample is dropped: it returns no work, and the handler
     ends as for an empty take."""
 
-    def __init__(self, on_drop: Callable[[Exception], None]):
+    def __init__(self, on_drop: Callable[[Exception, Any], None]):
         super().__init__()
         if not hasattr(SingleThreadedExecutor, "_take_subscription"):
             raise TransportError("this rclpy has no Executor._take_subscription (robot_hrl is tested on ROS 2 Jazzy's); "
@@ -80,8 +81,41 @@ class _DroppingExecutor(SingleThreadedExecutor):
         except (UnicodeDecodeError, RuntimeError) as exc:
             if not _unconvertible(exc):
                 raise
-            self._on_drop(exc)
+            self._on_drop(exc, sub)
             return None
+
+
+class _CtrlCAfterTheTake:
+    """Ctrl-C while spinning, raised as KeyboardInterrupt after rclpy's take, not inside it.
+
+    Python's default SIGINT handler raises KeyboardInterrupt in whatever Python code runs next; inside rclpy's take
+    that is the message's constructor, called from the C conversion, which then returns no object: pybind11 turns it
+    into "Unable to convert call argument '0'", the KeyboardInterrupt is gone (no __context__), and the program goes
+    on as if Ctrl-C had not been pressed (seen in CI: the launcher, stopped with SIGINT, never stopped and was
+    killed). While spinning on the main thread with Python's default handler in place, the signal only sets a flag
+    here, and KeyboardInterrupt is raised when the spin returns. Another handler (the nodes' own) is left alone."""
+
+    def __init__(self):
+        self.pressed = False
+        self._previous = None
+
+    def _on_sigint(self, signum, frame):  # noqa: ARG002
+        self.pressed = True
+
+    def __enter__(self) -> "_CtrlCAfterTheTake":
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        if self.pressed and exc_type is None:
+            raise KeyboardInterrupt
+        return False
+
+
 _CONTEXT_LOCK = threading.Lock()
 _CONTEXT_USERS = 0
 _WE_INITIALISED = False
@@ -218,12 +252,14 @@ class RclpySubscription(Subscription):
 
         self._sub = node._node.create_subscription(rclpy_message_class(ros_type_name(msg_type)), topic, deliver,
                                                    ros_qos(qos), raw=raw)
+        node._ours[id(self._sub)] = self  # a sample dropped inside rclpy's take is counted here too
 
     def get_publisher_count(self) -> int:
         return self._node._node.count_publishers(self.topic)
 
     def destroy(self) -> None:
         if self._sub is not None:
+            self._node._ours.pop(id(self._sub), None)
             self._node._node.destroy_subscription(self._sub)
             self._sub = None
 
@@ -284,6 +320,7 @@ class RclpyNode(Node):
         self._destroyed = False
         self._publishers: list[RclpyPublisher] = []
         self.dropped_samples = 0
+        self._ours: dict[int, RclpySubscription] = {}
 
     # ---- topics -------------------------------------------------------------------------------
     def create_publisher(self, msg_type: type, topic: str, qos: QoS = COMMAND_QOS) -> RclpyPublisher:
@@ -354,13 +391,14 @@ class RclpyNode(Node):
             raise TransportError(f"node {self.name!r} was shut down")
         self._spinning = True
         try:
-            if _once is not None:
-                self._spin_once_guarded(_once)
-                return
-            while not self._shutdown and rclpy.ok():
-                if until is not None and until():
+            with _CtrlCAfterTheTake() as ctrl_c:
+                if _once is not None:
+                    self._spin_once_guarded(_once)
                     return
-                self._spin_once_guarded(_MAX_WAIT_S)
+                while not self._shutdown and rclpy.ok() and not ctrl_c.pressed:
+                    if until is not None and until():
+                        return
+                    self._spin_once_guarded(_MAX_WAIT_S)
         finally:
             self._spinning = False
             if self._shutdown:
@@ -369,12 +407,20 @@ class RclpyNode(Node):
     def _spin_once_guarded(self, timeout_s: float) -> None:
         self._executor.spin_once(timeout_sec=timeout_s)  # a sample rclpy cannot convert: _DroppingExecutor
 
-    def _drop_undecodable(self, exc: Exception) -> None:
-        """Count a sample rclpy could not convert to Python, and say so (the first three, then every 100th)."""
+    def _drop_undecodable(self, exc: Exception, rclpy_sub: Any = None) -> None:
+        """Count a sample rclpy could not convert to Python (on the node, and on our subscription, which the
+        nodes' input reports read as ``<topic>.undecodable``), and say so (the first three, then every 100th), with
+        the topic and the Python error under pybind11's (the conversion's own, where it left one)."""
         self.dropped_samples += 1
+        ours = self._ours.get(id(rclpy_sub))
+        if ours is not None:
+            ours.dropped += 1
+        topic = getattr(rclpy_sub, "topic_name", "?")
         if self.dropped_samples <= 3 or self.dropped_samples % 100 == 0:
-            self._logger.warning("dropped an undecodable message (%s: %s); %d dropped so far", type(exc).__name__, exc,
-                                 self.dropped_samples)
+            under = exc.__cause__ or exc.__context__
+            why = f"; under it {type(under).__name__}: {under}" if under is not None else ""
+            self._logger.warning("dropped an undecodable message on %s (%s: %s%s); %d dropped so far", topic,
+                                 type(exc).__name__, exc, why, self.dropped_samples)
 
     def shutdown(self) -> None:
         """Stop spinning and destroy the node (after the running callback, when called from one)."""
