@@ -51,6 +51,10 @@ class Recorder:
         self.tilt_deg = np.zeros((steps, episodes), dtype=np.float32)
         self.converged = np.zeros((steps, episodes), dtype=bool)
         self.backup = np.zeros((steps, episodes), dtype=bool)
+        self.floor_cmd_n = np.full((steps, episodes), np.nan, dtype=np.float32)
+        """The policy's collective thrust command (N) on the ticks altitude.floor acted on."""
+        self.floor_clamped = np.zeros((steps, episodes), dtype=bool)
+        """altitude.floor changed the command (a thrust clamp) rather than handing the tick to the backup."""
         self.records: dict[str, int] = {}
         self.dt = 0.0
 
@@ -81,7 +85,11 @@ class Recorder:
                 self.first[k, i] = self.code(keys[0])
                 for key in keys:
                     self.records[key] = self.records.get(key, 0) + 1
-                self.any_floor[k, i] = "altitude.floor" in keys
+                for rec in o.interventions:
+                    if rec.unit == "altitude" and rec.constraint == "floor":
+                        self.any_floor[k, i] = True
+                        self.floor_cmd_n[k, i] = float(rec.before[0]) if isinstance(rec.before, tuple) else np.nan
+                        self.floor_clamped[k, i] = rec.action == "clamp"
 
 
 def airframe_draws(env) -> dict[str, np.ndarray]:
@@ -192,6 +200,16 @@ def analyse(rec: Recorder, res, twin, draws, args) -> dict:
     out["floor_ticks_before_convergence"] = int(pre.sum())
     out["floor_ticks_after_convergence"] = int(post.sum())
     print(f"   altitude.floor ticks before convergence {pre.sum()} ({_pct(pre.sum(), fl.sum()):.1f} %), after {post.sum()}")
+
+    from robot_hrl.robots import CRAZYFLIE_2X
+
+    weight_n = CRAZYFLIE_2X.weight_n  # the robot model's weight: the scale of the command's thrust
+    cmd = rec.floor_cmd_n[fl]
+    out["floor_clamped_ticks"] = int(rec.floor_clamped.sum())
+    out["floor_cmd_below_half_weight_share"] = _pct(np.sum(cmd < 0.5 * weight_n), np.sum(np.isfinite(cmd)))
+    print(f"   altitude.floor: the policy's thrust command below half its weight on {out['floor_cmd_below_half_weight_share']:.1f} % "
+          f"of the floor ticks (median {np.nanmedian(cmd) / weight_n if cmd.size else float('nan'):.2f} weights); "
+          f"clamped (not handed over) on {out['floor_clamped_ticks']} ticks")
 
     # where: height / vertical speed / tilt of the floor holds, against all ticks
     def hist(name, values_all, values_floor, edges):
