@@ -81,6 +81,10 @@ class EvalResult:
     successes: int = 0
     shield_seconds: float = 0.0
     """Wall time spent inside Shield.step (all environments)."""
+    episode_success: list = field(default_factory=list)
+    """Per episode (trained and pd policies): ended at the goal, slow, without a violation."""
+    episode_violated: list = field(default_factory=list)
+    """Per episode: any violation (ground truth)."""
 
     @property
     def violations(self) -> int:
@@ -265,6 +269,7 @@ def run(
     battery: bool = True,
     declare_mass: str | bool = False,
     trace_ticks: int = 0,
+    observer=None,
 ) -> EvalResult:
     """Run ``episodes`` episodes at once (one batched env) and count violations.
     ``randomization``: overrides of the randomization ranges when ``randomize`` (see :func:`eval_env_cfg`).
@@ -274,7 +279,9 @@ def run(
     (``stopping.airframe_mass_kg``): ``"mass"`` (or True) its true mass, as weighed, with ``stopping.thrust_fraction``
     and ``thrust_fraction_max`` covering the rotors' spread only (the randomization's
     ``thrust_coefficient_scale_range``); ``"hover-thrust"`` the mass its rotors carry at a command, i.e. the collective
-    thrust it hovers at over g (true mass over its thrust scale, as a hover log gives it), with both fractions 1."""
+    thrust it hovers at over g (true mass over its thrust scale, as a hover log gives it), with both fractions 1.
+    ``observer``: called every tick before the physics step as ``observer(k, env, outputs, shields)`` (``outputs``:
+    each episode's ShieldOutput, None without the shield): per-tick analyses (benchmarks/bench_shield_cost.py)."""
     torch.set_num_threads(1)  # the shield loop is single-threaded; idle torch workers would only spin
     world = load_world(world_path)
     rng = np.random.default_rng(seed)
@@ -344,12 +351,15 @@ def run(
             volts = measured_battery_v(env, battery_rows)
             out = np.empty((episodes, 4))
             modes_now = [""] * episodes
+            outs = [None] * episodes if observer is not None else None
             t0 = time.perf_counter()
             for i in range(episodes):
                 state = RobotState(pos[i], quat[i], vel[i], omega[i], now)
                 o = shields[i].step(ShieldInput(now, state, act[i], subgoal_w=goal[i], subgoal_stamp_s=now,
                                                 battery_v=None if volts is None else volts[i]))
                 out[i] = o.actions
+                if outs is not None:
+                    outs[i] = o
                 if o.interventions:
                     result.intervention_ticks += 1
                     for rec in o.interventions:
@@ -361,6 +371,10 @@ def run(
                     landing[i] = True
             result.shield_seconds += time.perf_counter() - t0
             actions = torch.tensor(out, dtype=torch.float32)
+            if observer is not None:
+                observer(k, env, outs, shields)
+        elif observer is not None:
+            observer(k, env, None, None)
         if policy == "trained":
             applied = actions.double().numpy()
         env.step(actions)
@@ -383,6 +397,8 @@ def run(
         speed = torch.linalg.vector_norm(env.linear_velocity_w, dim=-1)
         ok = (err < env.cfg.success.position_tolerance_m) & (speed < env.cfg.success.speed_tolerance_mps) & ~violated
         result.successes = int(ok.sum())
+        result.episode_success = ok.tolist()
+    result.episode_violated = violated.tolist()
     result.episodes_with_violation = int(violated.sum())
     result.mode_ticks = mode_ticks
     return result

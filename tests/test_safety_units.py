@@ -144,15 +144,55 @@ def test_limits_pass_a_satisfying_command_unchanged(rpy, w, cmd, delta):
 def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v, rpy, w, thrust, est):
     s = shield()
     cmd = wrench_of((thrust, 0.0, 0.0, 0.0))
-    t = make_tick(p, v, rpy, w, cmd, thrust_est=wrench_of((est, 0, 0, 0))[0])
+    t_est = wrench_of((est, 0, 0, 0))[0]
+    t = make_tick(p, v, rpy, w, cmd, thrust_est=t_est)
     s.geofence.check(t)
     s.altitude.check(t)
-    assert t.cmd == cmd  # these units never change the command: they accept or hand over
-    x0, x1, y0, y1, z0, z1 = stopping_box(s.model, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)[:6]
-    assert x0 <= p[0] <= x1 and y0 <= p[1] <= y1 and z0 <= p[2] <= z1
     g, a = s.geofence, s.altitude
-    inside = g.x_lo <= x0 and x1 <= g.x_hi and g.y_lo <= y0 and y1 <= g.y_hi and a.z_lo <= z0 and z1 <= a.z_hi
-    assert (t.reject_unit is None) == inside
+
+    def box_of(thrust_n):
+        return stopping_box(s.model, t.p, t.v, t.r, t.w, thrust_n, t.thrust_est)[:6]
+
+    def inside(b, band=True):
+        x0, x1, y0, y1, z0, z1 = b
+        return g.x_lo <= x0 and x1 <= g.x_hi and g.y_lo <= y0 and y1 <= g.y_hi and (not band or (a.z_lo <= z0 and z1 <= a.z_hi))
+
+    x0, x1, y0, y1, z0, z1 = box_of(cmd[0])
+    assert x0 <= p[0] <= x1 and y0 <= p[1] <= y1 and z0 <= p[2] <= z1
+    if inside(box_of(cmd[0])):  # a command that stops inside passes unchanged
+        assert t.reject_unit is None and t.cmd == cmd and t.interventions is None
+        return
+    if t.reject_unit is not None:  # handed over: nothing between the command's thrust and the motors' stops inside
+        assert t.reject_unit in (g, a)
+        assert not inside(box_of(t_est))
+        return
+    # clamped (geofence / altitude clamp_thrust): only the collective thrust moved, toward the motors' and not past
+    # them, and the new command's box is inside the fence and the band
+    assert t.interventions and {i.unit for i in t.interventions} <= {"geofence", "altitude"}
+    assert all(getattr(s, i.unit).clamp_thrust for i in t.interventions)
+    assert t.cmd[1:] == cmd[1:]
+    assert min(cmd[0], t_est) - TOL <= t.cmd[0] <= max(cmd[0], t_est) + TOL
+    assert inside(box_of(t.cmd[0]))
+    assert tuple(t.stop_box[:6]) == tuple(box_of(t.cmd[0]))  # the box the later units judge is the new command's
+
+
+def test_altitude_clamp_lets_a_descent_from_hover_start_instead_of_holding():
+    # issue #16: at rest 1.18 m up, the shipped policy asks for no thrust toward a goal 0.7 m below; the box of a
+    # free fall for the descent's reaction time reaches under the floor, and a hold kept the robot there for good
+    # (the policy's next command is the same). The clamp gives the least thrust whose box stops above the floor.
+    s = fresh_shield()
+    m = s.model
+    t = make_tick((2.0, 2.3, 1.18), (0, 0, 0), (0, 0, 0), (0, 0, 0), [0.0, 0, 0, 0], thrust_est=m.weight)
+    s.altitude.check(t)
+    assert t.reject_unit is None
+    assert 0.0 < t.cmd[0] < m.weight
+    assert stopping_box(m, t.p, t.v, t.r, t.w, t.cmd[0], m.weight)[4] >= s.altitude.z_lo
+    # the least such thrust: 1 % less and the box reaches under the floor
+    assert stopping_box(m, t.p, t.v, t.r, t.w, t.cmd[0] * 0.99, m.weight)[4] < s.altitude.z_lo
+    # a descent the motors cannot stop any more (they are already spun down) is handed over
+    t = make_tick((2.0, 2.3, 0.35), (0, 0, -1.5), (0, 0, 0), (0, 0, 0), [0.0, 0, 0, 0], thrust_est=0.05)
+    s.altitude.check(t)
+    assert t.reject_unit is s.altitude and t.reject_constraint == "floor"
 
 
 @SETTINGS
@@ -178,6 +218,24 @@ def test_fast_flight_at_the_fence_is_handed_over():
     t = make_tick((2.0, 2.3, 0.35), (0, 0, -1.5), (0, 0, 0), (0, 0, 0), [s.robot.weight_n, 0, 0, 0])
     s.altitude.check(t)
     assert t.reject_constraint == "floor"
+
+
+def test_geofence_clamp_lowers_a_tilted_full_thrust_near_the_fence():
+    # 0.1 m inside the fence's inset, pitched 0.25 rad toward it, at rest: full thrust would carry the stopping point
+    # past the fence; the thrust is lowered toward the motors' (hover) just enough, the torques kept
+    s = fresh_shield()
+    g, m = s.geofence, s.model
+    full = [m.high[0], 0.0, 0.0, 0.0]
+    t = make_tick((g.x_hi - 0.1, 2.3, 1.0), (0, 0, 0), (0, 0.25, 0), (0, 0, 0), list(full), thrust_est=m.weight)
+    g.check(t)
+    assert t.reject_unit is None and [(i.constraint, i.action) for i in t.interventions] == [("x_max", "clamp")]
+    assert m.weight < t.cmd[0] < full[0] and t.cmd[1:] == full[1:]
+    assert stopping_box(m, t.p, t.v, t.r, t.w, t.cmd[0], m.weight)[1] <= g.x_hi
+    assert stopping_box(m, t.p, t.v, t.r, t.w, t.cmd[0] * 1.01, m.weight)[1] > g.x_hi  # the least change
+    # moving toward the fence at 0.4 m/s even the motors' thrust does not stop inside: handed over, unchanged
+    t = make_tick((g.x_hi - 0.1, 2.3, 1.0), (0.4, 0, 0), (0, 0.25, 0), (0, 0, 0), list(full), thrust_est=m.weight)
+    g.check(t)
+    assert t.reject_unit is g and t.reject_constraint == "x_max" and t.cmd == full
 
 
 # ---- obstacles -------------------------------------------------------------------------------
@@ -208,6 +266,36 @@ def test_obstacles_accepted_commands_keep_their_clearance(p, v, rpy, w, thrust):
 
             vh = _predicted_speed(t, s.model, unit.speed_h)
             assert vh <= unit.slow_speed + TOL or vh < speed_now
+
+
+@lru_cache(maxsize=1)
+def clamping_obstacles_shield() -> Shield:
+    """The shipped shield with ``obstacles.clamp_thrust`` on (off in the shipped YAML: docs/safety.md, "The thrust clamp")."""
+    cfg, world = _inputs()
+    cfg = cfg.model_copy(update={"obstacles": cfg.obstacles.model_copy(update={"clamp_thrust": True})})
+    return Shield(cfg, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
+
+
+@SETTINGS
+@given(
+    p=position(), v=st.tuples(speed, speed, speed), rpy=st.tuples(st.floats(-0.6, 0.6), st.floats(-0.6, 0.6), st.floats(-3.1, 3.1)),
+    w=st.tuples(rate, rate, rate), thrust=st.floats(-1, 1), est=st.floats(-1, 1),
+)
+def test_obstacles_thrust_clamp_keeps_the_clearance(p, v, rpy, w, thrust, est):
+    s = clamping_obstacles_shield()
+    unit = s.obstacles
+    cmd = wrench_of((thrust, 0.0, 0.0, 0.0))
+    t_est = wrench_of((est, 0, 0, 0))[0]
+    t = make_tick(p, v, rpy, w, cmd, thrust_est=t_est)
+    unit.check(t)
+    if t.reject_unit is not None or not t.interventions or t.interventions[-1].constraint != "approach":
+        return
+    # clamped on the approach: only the thrust moved, toward the motors' and not past them; the new box keeps the
+    # clearance (or, inside the margin, comes no closer than the robot is)
+    assert t.cmd[1:] == cmd[1:] and min(cmd[0], t_est) - TOL <= t.cmd[0] <= max(cmd[0], t_est) + TOL
+    b = stopping_box(s.model, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)
+    assert unit._approach_violation(b, p) is None
+    assert tuple(t.stop_box) == tuple(b)
 
 
 def test_obstacles_pass_hover_far_from_boxes_and_stop_motion_into_a_box():

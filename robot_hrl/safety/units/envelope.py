@@ -2,8 +2,11 @@
 
 With the command acting for the reaction time and the backup braking after it, the robot must
 stand still inside the fence shrunk by ``geofence.margin_m`` plus the collision radius (x and y),
-and inside the altitude band (z). Otherwise the command is rejected and the backup holds the
-current position (brought inside the safe region). The stopping box comes from the robot
+and inside the altitude band (z). Otherwise, with ``clamp_thrust`` on, the command's collective
+thrust is moved toward the motors' present thrust just far enough that the box fits (the stopping
+model's ``clamp_thrust``: the box only shrinks on the way, docs/safety.md "The thrust clamp"); where
+no such thrust exists, or with it off, the command is rejected and the backup holds the current
+position (brought inside the safe region). The stopping box comes from the robot
 family's stopping model (:mod:`robot_hrl.safety.stopping`; a quadrotor's takes the worst case of
 the commanded thrust and the thrust the motors are estimated to produce now, along the thrust
 axis now and once the body rates are stopped).
@@ -22,6 +25,9 @@ _STRICT = ConfigDict(frozen=True, extra="forbid")
 class GeofenceCfg(BaseModel):
     model_config = _STRICT
     margin_m: float = Field(ge=0.0)
+    clamp_thrust: bool = False
+    """A command whose stopping point leaves the fence gets the least change of its collective thrust toward the
+    motors' that brings it back (the stopping model's ``clamp_thrust``); the backup takes over only when none does."""
 
 
 class AltitudeCfg(BaseModel):
@@ -29,6 +35,10 @@ class AltitudeCfg(BaseModel):
     min_altitude_m: float = Field(ge=0.0)
     max_altitude_m: float = Field(gt=0.0)
     margin_m: float = Field(ge=0.0)
+    clamp_thrust: bool = False
+    """A command whose stopping height leaves the band gets the least change of its collective thrust toward the
+    motors' that brings it back (the stopping model's ``clamp_thrust``), as Nav2's slowdown zone lowers a speed;
+    the backup takes over only when none does. False: every such command is handed to the backup."""
 
     @model_validator(mode="after")
     def _ordered(self) -> "AltitudeCfg":
@@ -52,6 +62,8 @@ class GeofenceUnit(ShieldUnit):
     def __init__(self, cfg, model: StoppingModel, world):
         super().__init__()
         self.m = model
+        self.clamp_thrust = cfg.geofence.clamp_thrust
+        """Clamp the command's thrust into the fence (a model offering ``clamp_thrust``) before handing over."""
         inset = cfg.geofence.margin_m + model.collision_radius_m
         b = world.bounds
         self.x_lo, self.y_lo = b.min[0] + inset, b.min[1] + inset
@@ -70,13 +82,24 @@ class GeofenceUnit(ShieldUnit):
             return
         x0, x1, y0, y1 = tick_stopping_box(self.m, tick)[:4]
         if x0 < self.x_lo:
-            tick.reject(self, "x_min", f"stopping point x {x0:.2f} < {self.x_lo:.2f} m")
+            constraint, detail = "x_min", f"stopping point x {x0:.2f} < {self.x_lo:.2f} m"
         elif x1 > self.x_hi:
-            tick.reject(self, "x_max", f"stopping point x {x1:.2f} > {self.x_hi:.2f} m")
+            constraint, detail = "x_max", f"stopping point x {x1:.2f} > {self.x_hi:.2f} m"
         elif y0 < self.y_lo:
-            tick.reject(self, "y_min", f"stopping point y {y0:.2f} < {self.y_lo:.2f} m")
+            constraint, detail = "y_min", f"stopping point y {y0:.2f} < {self.y_lo:.2f} m"
         elif y1 > self.y_hi:
-            tick.reject(self, "y_max", f"stopping point y {y1:.2f} > {self.y_hi:.2f} m")
+            constraint, detail = "y_max", f"stopping point y {y1:.2f} > {self.y_hi:.2f} m"
+        else:
+            return
+        clamp = getattr(self.m, "clamp_thrust", None) if self.clamp_thrust else None
+        xl, xh, yl, yh = self.x_lo, self.x_hi, self.y_lo, self.y_hi
+        clamped = clamp(tick, lambda b: xl <= b[0] and b[1] <= xh and yl <= b[2] and b[3] <= yh) if clamp is not None else None
+        if clamped is None:
+            tick.reject(self, constraint, detail)
+            return
+        before = tuple(tick.cmd)
+        tick.cmd[:] = clamped[0]
+        tick.record(self, constraint, before, tuple(tick.cmd), detail=f"{clamped[1]}: {detail}")
 
 
 class AltitudeUnit(ShieldUnit):
@@ -95,6 +118,8 @@ class AltitudeUnit(ShieldUnit):
         super().__init__()
         self.m = model
         a = cfg.altitude
+        self.clamp_thrust = a.clamp_thrust
+        """Clamp the command's thrust into the band (a model offering ``clamp_thrust``) before handing over."""
         r = model.collision_radius_m
         self.floor_z = world.bounds.min[2]
         self.z_lo = self.floor_z + a.min_altitude_m + a.margin_m
@@ -114,6 +139,17 @@ class AltitudeUnit(ShieldUnit):
         box = tick_stopping_box(self.m, tick)
         z0, z1 = box[4], box[5]
         if z0 < self.z_lo:
-            tick.reject(self, "floor", f"stopping height {z0:.2f} < {self.z_lo:.2f} m")
+            constraint, detail = "floor", f"stopping height {z0:.2f} < {self.z_lo:.2f} m"
         elif z1 > self.z_hi:
-            tick.reject(self, "ceiling", f"stopping height {z1:.2f} > {self.z_hi:.2f} m")
+            constraint, detail = "ceiling", f"stopping height {z1:.2f} > {self.z_hi:.2f} m"
+        else:
+            return
+        clamp = getattr(self.m, "clamp_thrust", None) if self.clamp_thrust else None
+        z_lo, z_hi = self.z_lo, self.z_hi
+        clamped = clamp(tick, lambda b: z_lo <= b[4] and b[5] <= z_hi) if clamp is not None else None
+        if clamped is None:
+            tick.reject(self, constraint, detail)
+            return
+        before = tuple(tick.cmd)
+        tick.cmd[:] = clamped[0]
+        tick.record(self, constraint, before, tuple(tick.cmd), detail=f"{clamped[1]}: {detail}")

@@ -14,7 +14,8 @@ Distances are clearances: from the robot's centre to a box surface, minus the co
 * ``approach``: the predicted stopping box (everywhere the robot can be before it stands
   still; the stopping model's box, shared with the geofence and altitude units) must keep ``obstacles.approach_margin_m`` of clearance from every box, or, already
   closer than that, must come no closer than the robot is now; otherwise rejected (the
-  backup brakes before the box). Nav2's approach polygon does the same with a
+  backup brakes before the box), or, with ``obstacles.clamp_thrust`` on (off in the Crazyflie's
+  YAML: docs/safety.md, "The thrust clamp"), the collective thrust moved toward the motors' until it does. Nav2's approach polygon does the same with a
   time to collision.
 
 A tick far from every box costs six comparisons per box.
@@ -36,6 +37,9 @@ class ObstaclesCfg(BaseModel):
     slowdown_distance_m: float = Field(ge=0.0)
     slowdown_ratio: float = Field(gt=0.0, le=1.0)
     approach_margin_m: float = Field(ge=0.0)
+    clamp_thrust: bool = False
+    """A command whose stopping box breaks an approach clearance gets the least change of its collective thrust toward
+    the motors' that restores it (the stopping model's ``clamp_thrust``); the backup takes over only when none does."""
 
     @model_validator(mode="after")
     def _ordered(self) -> "ObstaclesCfg":
@@ -82,6 +86,7 @@ class ObstacleUnit(ShieldUnit):
         self.radius = radius
         self.slow_speed = o.slowdown_ratio * model.max_speed_mps
         self.speed_h = model.speed_horizon_s
+        self.clamp_thrust = o.clamp_thrust
 
     def _toward(self, i: int, p, v) -> float:
         raw = self.raw[i]
@@ -115,7 +120,25 @@ class ObstacleUnit(ShieldUnit):
                 tick.cmd[:] = cmd
                 tick.record(self, "slowdown", before, tuple(tick.cmd),
                             detail=f"{change}: predicted speed {vh:.2f} -> {self.slow_speed:.2f} m/s near {self.names[i]!r}")
-        x0, x1, y0, y1, z0, _, z1 = tick_stopping_box(self.m, tick)
+        hit = self._approach_violation(tick_stopping_box(self.m, tick), p)
+        if hit is None:
+            return
+        i, reach = hit
+        detail = f"stopping box comes within {reach:.3f} m of {self.names[i]!r}"
+        clamp = getattr(self.m, "clamp_thrust", None) if self.clamp_thrust else None
+        clamped = clamp(tick, lambda b: self._approach_violation(b, p) is None) if clamp is not None else None
+        if clamped is None:
+            tick.reject(self, "approach", detail)
+            return
+        before = tuple(tick.cmd)
+        tick.cmd[:] = clamped[0]
+        tick.record(self, "approach", before, tuple(tick.cmd), detail=f"{clamped[1]}: {detail}")
+
+    def _approach_violation(self, stop_box, p) -> tuple[int, float] | None:
+        """(the first box whose approach clearance the stopping box breaks, the clearance it keeps), or None: every box
+        keeps ``approach_margin_m`` from the stopping box, or (already inside it) no less than the robot has now."""
+        x0, x1, y0, y1, z0, _, z1 = stop_box
+        x, y, z = p
         margin, radius = self.margin, self.radius
         for i, box in enumerate(self.approach_boxes):
             if x1 < box[0] or x0 > box[3] or y1 < box[1] or y0 > box[4] or z1 < box[2] or z0 > box[5]:
@@ -132,6 +155,5 @@ class ObstacleUnit(ShieldUnit):
             dz = max(raw[2] - z, z - raw[5], 0.0)
             now = math.sqrt(dx * dx + dy * dy + dz * dz) - radius
             if reach < now - 1e-9:  # inside the margin, only moving away is allowed
-                tick.reject(self, "approach", f"stopping box comes within {reach:.3f} m of {self.names[i]!r}")
-                return
-
+                return i, reach
+        return None

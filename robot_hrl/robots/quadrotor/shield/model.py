@@ -359,6 +359,49 @@ class DynamicsModel:
         cmd = tick.cmd
         return [thrust, cmd[1], cmd[2], cmd[3]], f"thrust {cmd[0]:.3f} -> {thrust:.3f} N"
 
+    CLAMP_ITERATIONS = 14
+    """Bisection steps of :meth:`clamp_thrust` (the thrust range over 2^14: about 0.04 mN on the Crazyflie)."""
+
+    def clamp_thrust(self, tick, accept):
+        """The command with its collective thrust moved toward the motors' estimated thrust just enough that
+        ``accept(box)`` holds for its stopping box (``tick.stop_box`` left as the new command's box), or None
+        (``tick.cmd`` and the box unchanged) when no thrust between the command's and the estimate gives one.
+
+        :func:`stopping_box` holds the thrust between the command's and the estimate for the reaction time: moving the
+        command's thrust toward the estimate narrows that interval, so every extent of the box (x, y, z, either side)
+        only shrinks or stays, and the descent's reaction time (the spool-up from the weaker thrust) only shortens.
+        Beyond the estimate nothing changes (the box holds the weaker and the stronger of the two), so the estimate is
+        the end of the search. ``accept`` must be monotone in that sense (a box inside an accepted one is accepted:
+        the fence, the altitude band, the obstacles' clearances are). The clamped thrust lies between the command and
+        the motors' lagged output: inside the actuator range and the slew limit the command was already held to, and
+        the predicted speed (the larger of the two) does not grow. Bisection (:attr:`CLAMP_ITERATIONS`), keeping the
+        accepted end: the result is judged exactly as an unchanged command would be (the same box, the same test)."""
+        cmd = tick.cmd
+        t_cmd, t_est = cmd[0], tick.est[0]
+        if t_cmd == t_est:
+            return None
+        box = tick.stop_box
+        cmd[0] = t_est
+        tick.stop_box = None
+        end = self.stopping_box(tick)
+        if not accept(end):
+            cmd[0] = t_cmd
+            tick.stop_box = box
+            return None
+        bad, good = t_cmd, t_est
+        for _ in range(self.CLAMP_ITERATIONS):
+            mid = 0.5 * (bad + good)
+            cmd[0] = mid
+            tick.stop_box = None
+            b = self.stopping_box(tick)
+            if accept(b):
+                good, end = mid, b
+            else:
+                bad = mid
+        cmd[0] = t_cmd
+        tick.stop_box = end
+        return [good, cmd[1], cmd[2], cmd[3]], f"thrust {t_cmd:.3f} -> {good:.3f} N (motors {t_est:.3f} N)"
+
     def approach_travel_m(self, tick, n) -> float:
         """How far the robot travels along the unit world direction ``n`` before it stands still, if the tick's
         command acts for the reaction time and the backup then brakes (:meth:`stopping_distance` along ``n``;
