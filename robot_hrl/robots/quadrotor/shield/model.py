@@ -210,6 +210,17 @@ class DynamicsModel:
         self.disturbance_accel_mps2 = 0.0
         """A steady vertical disturbance (m/s^2) the estimate's bounds are derated for (the hover-thrust unit sets it)."""
         self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake_horizontal
+        b = cfg.backup
+        self.backup_stop_vertical_s = backup_linear_stop_s(
+            b.position_gain_per_s, b.velocity_gain_per_s, (self.design_motor_tau,), self.dt + self.latency)
+        """The backup's linear stop, vertically: the farthest its closed loop (position into velocity gain, the slowest
+        motor's lag, the tick and the latency) carries a speed v from the handover, per unit of v, s
+        (:func:`backup_linear_stop_s`; :meth:`stopping_distance` counts ``(this - t_r) v_1`` at least)."""
+        self.backup_stop_horizontal_s = backup_linear_stop_s(
+            b.position_gain_per_s, b.velocity_gain_per_s, (self.design_motor_tau, b.rate_gain_per_s / b.attitude_gain_per_s2),
+            self.dt + self.latency)
+        """... horizontally, with the attitude loop's lag (``rate_gain / attitude_gain``: its lag behind a ramp) after the
+        motor's: the tilt the velocity loop asks for is reached through it, s."""
         self.descent_dead_time_s = self.dt + self.latency
         """The part of a descent's reaction time nothing shortens: the tick the judged command flies, then the actuation
         latency before the backup's first command reaches the motors, s (:func:`descent_reaction_time`)."""
@@ -437,26 +448,40 @@ class DynamicsModel:
             px, py = v[0] + acc * best[0] * t, v[1] + acc * best[1] * t
             return self.stopping_distance(vn, an, math.sqrt(px * px + py * py), self.brake_horizontal, t)
         if nz > 0.0:  # a climb: less thrust brakes it
-            return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time)
-        return self.stopping_distance(vn, an, 0.0, self.brake_up, t)
+            return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time, self.backup_stop_vertical_s)
+        return self.stopping_distance(vn, an, 0.0, self.brake_up, t, self.backup_stop_vertical_s)
 
     # ---- stopping distance ----------------------------------------------------------------
-    def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None) -> float:
+    def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None,
+                          linear_s: float | None = None) -> float:
         """Travel along a direction with speed ``v`` and acceleration ``a`` (both along it)
         before standing still; ``speed_plane`` is the speed in the braking plane after the
         reaction time ``t`` (default: the horizontal one) (>= |v_1|), ``brake`` the
-        deceleration available in that plane."""
+        deceleration available in that plane.
+
+        The braking phase is the longer of the full brake's ``v_1 |v_1_vec| / (2 brake)`` and the backup's linear stop
+        beyond the reaction time, ``(linear_s - t) v_1`` (``linear_s``: :attr:`backup_stop_horizontal_s` by default,
+        :attr:`backup_stop_vertical_s` for the vertical brakes): a proportional loop brakes a slow motion gently, over
+        more than ``v^2 / 2b``. And never less than that linear stop from the speed now, ``linear_s v``: a command that
+        brakes harder than the backup does so for its tick only (docs/safety.md, "The backup's stop")."""
         if t is None:
             t = self.reaction_time
+        if linear_s is None:
+            linear_s = self.backup_stop_horizontal_s
         s_r = v * t + 0.5 * a * t * t
         if s_r < 0.0:
             s_r = 0.0
+        # the backup's linear stop from the handover: the command's own braking lasts a tick, not t_r
+        s_0 = linear_s * v
         v1 = v + a * t
         if v1 <= 0.0:
-            return s_r
+            return s_r if s_r > s_0 else s_0
         if speed_plane < v1:
             speed_plane = v1
-        return s_r + v1 * speed_plane / (2.0 * brake)
+        s_b = v1 * speed_plane / (2.0 * brake)
+        s_l = (linear_s - t) * v1
+        d = s_r + (s_b if s_b > s_l else s_l)
+        return d if d > s_0 else s_0
 
 
 def thrust_axes(m: DynamicsModel, r, w) -> tuple[tuple, tuple]:
@@ -470,6 +495,37 @@ def thrust_axes(m: DynamicsModel, r, w) -> tuple[tuple, tuple]:
     qz = r[8] + tp * (w1 * r[6] - w0 * r[7])
     n = math.sqrt(qx * qx + qy * qy + qz * qz)
     return c, (qx / n, qy / n, qz / n)
+
+
+def backup_linear_stop_s(position_gain_per_s: float, velocity_gain_per_s: float, lags_s, delay_s: float,
+                         step_s: float = 1e-3, horizon_s: float = 3.0) -> float:
+    """The farthest the backup's linear loop carries a unit speed away from its hold target, s (m per m/s).
+
+    The loop: acceleration command ``u = -k_v (k_p x + x')`` (the backup's position gain into its velocity gain,
+    the hold target where it took over), delayed by ``delay_s`` (the tick and the latency), then through the
+    first-order ``lags_s`` in series (the slowest motor; horizontally the attitude loop too), acting on a double
+    integrator from ``x = 0, x' = 1`` and no acceleration (the motors at the command's thrust). Integrated at
+    ``step_s`` until the speed reverses. The excursion grows with every lag and the delay (so the slowest motor
+    bounds the randomization's) and with speed only linearly: below the saturation it is ``v`` times this,
+    above it the full brake's ``v^2 / 2b`` is the longer one. Plain floats, once per model (a few ms)."""
+    n = max(1, int(round(delay_s / step_s)))
+    queue = [0.0] * n
+    stages = [0.0] * len(lags_s)
+    x, v, peak, k = 0.0, 1.0, 0.0, 0
+    for _ in range(int(horizon_s / step_s)):
+        queue.append(-velocity_gain_per_s * (position_gain_per_s * x + v))
+        u = queue[k]
+        k += 1
+        for i, lag in enumerate(lags_s):
+            stages[i] += (u - stages[i]) * step_s / lag
+            u = stages[i]
+        v += u * step_s
+        x += v * step_s
+        if x > peak:
+            peak = x
+        if v <= 0.0:
+            break
+    return peak
 
 
 SPOOL_DEFICIT_FROM_REST = 1.5
@@ -563,11 +619,12 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     sd = m.stopping_distance
     bh = m.brake_horizontal
     tv = m.vertical_reaction_time
+    lv = m.backup_stop_vertical_s
     return (
         p[0] - sd(-v[0], -lo[0], plane, bh), p[0] + sd(v[0], hi[0], plane, bh),
         p[1] - sd(-v[1], -lo[1], plane, bh), p[1] + sd(v[1], hi[1], plane, bh),
-        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv),
-        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t),
+        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td, lv), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv, lv),
+        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t, lv),
     )
 
 
