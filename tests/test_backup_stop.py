@@ -157,6 +157,7 @@ def test_the_linear_stop_grows_with_every_lag():
     m = _shield(None).model
     m.set_battery_voltage(3.9)
     assert m.backup_stop_vertical_s == backup_linear_stop_s(2.0, 5.0, (0.15,), 0.02)
+    assert 0.0 < m.backup_stop_vertical_s2 == backup_linear_stop_s(2.0, 5.0, (0.15,), 0.02, 0.0, 1.0)  # the command's push
     # a slow motion: the linear stop is the longer one; a fast one: the full brake
     assert m.stopping_distance(0.1, 0.0, 0.1, m.brake_up, 0.0, m.backup_stop_vertical_s) == 0.1 * m.backup_stop_vertical_s
     fast = m.stopping_distance(1.5, 0.0, 1.5, m.brake_up, 0.0, m.backup_stop_vertical_s)

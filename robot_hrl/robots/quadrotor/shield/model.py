@@ -221,6 +221,11 @@ class DynamicsModel:
             self.dt + self.latency)
         """... horizontally, with the attitude loop's lag (``rate_gain / attitude_gain``: its lag behind a ramp) after the
         motor's: the tilt the velocity loop asks for is reached through it, s."""
+        self.backup_stop_vertical_s2 = backup_linear_stop_s(
+            b.position_gain_per_s, b.velocity_gain_per_s, (self.design_motor_tau,), self.dt + self.latency, 0.0, 1.0)
+        """... per unit of the judged command's acceleration away from the target, vertically (the thrust's excess
+        decays through the motors), s^2. Not horizontally: the tilt's own decay is the horizontal reaction time's
+        (docs/safety.md, "Limits of what is shown")."""
         self.descent_dead_time_s = self.dt + self.latency
         """The part of a descent's reaction time nothing shortens: the tick the judged command flies, then the actuation
         latency before the backup's first command reaches the motors, s (:func:`descent_reaction_time`)."""
@@ -462,17 +467,20 @@ class DynamicsModel:
         The braking phase is the longer of the full brake's ``v_1 |v_1_vec| / (2 brake)`` and the backup's linear stop
         beyond the reaction time, ``(linear_s - t) v_1`` (``linear_s``: :attr:`backup_stop_horizontal_s` by default,
         :attr:`backup_stop_vertical_s` for the vertical brakes): a proportional loop brakes a slow motion gently, over
-        more than ``v^2 / 2b``. And never less than that linear stop from the speed now, ``linear_s v``: a command that
-        brakes harder than the backup does so for its tick only (docs/safety.md, "The backup's stop")."""
+        more than ``v^2 / 2b``. And never less than that linear stop from the state now, ``linear_s v + linear_s2 a``
+        (:attr:`backup_stop_vertical_s2` vertically, 0 horizontally): a command that brakes harder than the
+        backup does so for its tick only; one that pushes away keeps pushing through the motors' lag (docs/safety.md, "The backup's stop")."""
         if t is None:
             t = self.reaction_time
         if linear_s is None:
             linear_s = self.backup_stop_horizontal_s
+        linear_s2 = self.backup_stop_vertical_s2 if linear_s == self.backup_stop_vertical_s else 0.0
         s_r = v * t + 0.5 * a * t * t
         if s_r < 0.0:
             s_r = 0.0
-        # the backup's linear stop from the handover: the command's own braking lasts a tick, not t_r
-        s_0 = linear_s * v
+        # the backup's linear stop from the handover: the command's own braking lasts a tick, not t_r; its push decays
+        # through the motors (the sum of the two peaks bounds the peak of the sum)
+        s_0 = linear_s * (v if v > 0.0 else 0.0) + linear_s2 * (a if a > 0.0 else 0.0)
         v1 = v + a * t
         if v1 <= 0.0:
             return s_r if s_r > s_0 else s_0
@@ -498,20 +506,22 @@ def thrust_axes(m: DynamicsModel, r, w) -> tuple[tuple, tuple]:
 
 
 def backup_linear_stop_s(position_gain_per_s: float, velocity_gain_per_s: float, lags_s, delay_s: float,
-                         step_s: float = 1e-3, horizon_s: float = 3.0) -> float:
-    """The farthest the backup's linear loop carries a unit speed away from its hold target, s (m per m/s).
+                         speed: float = 1.0, accel: float = 0.0, step_s: float = 1e-3, horizon_s: float = 3.0) -> float:
+    """The farthest the backup's linear loop carries a motion away from its hold target: per unit speed (s, m per
+    m/s; ``speed`` 1, ``accel`` 0) or per unit acceleration (s^2; ``speed`` 0, ``accel`` 1).
 
     The loop: acceleration command ``u = -k_v (k_p x + x')`` (the backup's position gain into its velocity gain,
     the hold target where it took over), delayed by ``delay_s`` (the tick and the latency), then through the
     first-order ``lags_s`` in series (the slowest motor; horizontally the attitude loop too), acting on a double
-    integrator from ``x = 0, x' = 1`` and no acceleration (the motors at the command's thrust). Integrated at
-    ``step_s`` until the speed reverses. The excursion grows with every lag and the delay (so the slowest motor
-    bounds the randomization's) and with speed only linearly: below the saturation it is ``v`` times this,
-    above it the full brake's ``v^2 / 2b`` is the longer one. Plain floats, once per model (a few ms)."""
+    integrator from ``x = 0, x' = speed`` with the judged command's ``accel`` in the pipeline (the delay and every
+    lag hold it: it flies its tick, then decays through the motors). Integrated at ``step_s`` until the motion
+    reverses. The excursion grows with every lag and the delay (so the slowest motor bounds the randomization's) and
+    is linear in the speed and the acceleration: below the saturation ``v P + a Q``, above it the full brake's
+    ``v^2 / 2b`` is the longer one. Plain floats, once per model (a few ms)."""
     n = max(1, int(round(delay_s / step_s)))
-    queue = [0.0] * n
-    stages = [0.0] * len(lags_s)
-    x, v, peak, k = 0.0, 1.0, 0.0, 0
+    queue = [accel] * n
+    stages = [accel] * len(lags_s)
+    x, v, peak, k = 0.0, speed, 0.0, 0
     for _ in range(int(horizon_s / step_s)):
         queue.append(-velocity_gain_per_s * (position_gain_per_s * x + v))
         u = queue[k]
@@ -523,7 +533,7 @@ def backup_linear_stop_s(position_gain_per_s: float, velocity_gain_per_s: float,
         x += v * step_s
         if x > peak:
             peak = x
-        if v <= 0.0:
+        if v <= 0.0 and x > 0.0:
             break
     return peak
 
