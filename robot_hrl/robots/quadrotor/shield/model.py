@@ -13,7 +13,12 @@ The stopping model along one direction n (speed v = v.n, acceleration a = a.n):
 
     reaction (the command keeps acting):  s_r = max(0, v t_r + a t_r^2 / 2),  v_1 = max(0, v + a t_r)
     braking (the backup at deceleration b): s_b = v_1 * |v_1_vec| / (2 b)
-    stopping distance d = s_r + s_b
+    the backup's linear stop (its P loop):  s_l = (P - t_r) v_1,  s_0 = P max(v, 0) + Q max(a, 0)
+    stopping distance d = max(s_r + max(s_b, s_l), s_0)
+
+``P`` (s) and ``Q`` (s^2, vertical only) are the farthest the backup's closed loop carries a unit speed and a unit
+push of the command (:func:`backup_linear_stop_s`): a proportional velocity loop brakes a slow motion over about
+``P v``, more than ``v^2 / 2b`` below a few tenths of a m/s (docs/safety.md, "The backup's stop").
 
 ``|v_1_vec|`` is the speed in the braking plane: braking along the velocity vector, the travel
 along n is the straight-line stopping distance projected on n. ``b`` is the deceleration the
