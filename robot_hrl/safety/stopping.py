@@ -60,6 +60,21 @@ def travel_along(model: StoppingModel, tick: Tick, n) -> float:
     return t if t > 0.0 else 0.0
 
 
+def clamp_thrust_or_reject(unit, model: StoppingModel, tick: Tick, enabled: bool, fits, constraint: str,
+                           detail: str) -> None:
+    """The tick's stopping box breaks ``unit``'s ``constraint``: where ``enabled`` and the model offers ``clamp_thrust``,
+    move the command's collective thrust toward the motors' until the box ``fits`` (a predicate on a box) and record
+    the change; otherwise, or where no thrust fits, hand the tick to the backup (docs/safety.md, "The thrust clamp")."""
+    clamp = getattr(model, "clamp_thrust", None) if enabled else None
+    clamped = clamp(tick, fits) if clamp is not None else None
+    if clamped is None:
+        tick.reject(unit, constraint, detail)
+        return
+    before = tuple(tick.cmd)
+    tick.cmd[:] = clamped[0]
+    tick.record(unit, constraint, before, tuple(tick.cmd), detail=f"{clamped[1]}: {detail}")
+
+
 def tick_stopping_box(model: StoppingModel, tick: Tick) -> tuple:
     """The tick's stopping box, computed once per tick and shared by the envelope units."""
     box = tick.stop_box

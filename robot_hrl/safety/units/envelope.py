@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from robot_hrl.safety.stopping import StoppingModel, tick_stopping_box
+from robot_hrl.safety.stopping import StoppingModel, clamp_thrust_or_reject, tick_stopping_box
 from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
@@ -91,15 +91,9 @@ class GeofenceUnit(ShieldUnit):
             constraint, detail = "y_max", f"stopping point y {y1:.2f} > {self.y_hi:.2f} m"
         else:
             return
-        clamp = getattr(self.m, "clamp_thrust", None) if self.clamp_thrust else None
         xl, xh, yl, yh = self.x_lo, self.x_hi, self.y_lo, self.y_hi
-        clamped = clamp(tick, lambda b: xl <= b[0] and b[1] <= xh and yl <= b[2] and b[3] <= yh) if clamp is not None else None
-        if clamped is None:
-            tick.reject(self, constraint, detail)
-            return
-        before = tuple(tick.cmd)
-        tick.cmd[:] = clamped[0]
-        tick.record(self, constraint, before, tuple(tick.cmd), detail=f"{clamped[1]}: {detail}")
+        clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust,
+                               lambda b: xl <= b[0] and b[1] <= xh and yl <= b[2] and b[3] <= yh, constraint, detail)
 
 
 class AltitudeUnit(ShieldUnit):
@@ -144,12 +138,6 @@ class AltitudeUnit(ShieldUnit):
             constraint, detail = "ceiling", f"stopping height {z1:.2f} > {self.z_hi:.2f} m"
         else:
             return
-        clamp = getattr(self.m, "clamp_thrust", None) if self.clamp_thrust else None
         z_lo, z_hi = self.z_lo, self.z_hi
-        clamped = clamp(tick, lambda b: z_lo <= b[4] and b[5] <= z_hi) if clamp is not None else None
-        if clamped is None:
-            tick.reject(self, constraint, detail)
-            return
-        before = tuple(tick.cmd)
-        tick.cmd[:] = clamped[0]
-        tick.record(self, constraint, before, tuple(tick.cmd), detail=f"{clamped[1]}: {detail}")
+        clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust, lambda b: z_lo <= b[4] and b[5] <= z_hi,
+                               constraint, detail)

@@ -27,7 +27,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from robot_hrl.safety.stopping import StoppingModel, tick_stopping_box
+from robot_hrl.safety.stopping import StoppingModel, clamp_thrust_or_reject, tick_stopping_box
 from robot_hrl.safety.units.base import ShieldContext, ShieldUnit, Tick
 
 
@@ -125,14 +125,8 @@ class ObstacleUnit(ShieldUnit):
             return
         i, reach = hit
         detail = f"stopping box comes within {reach:.3f} m of {self.names[i]!r}"
-        clamp = getattr(self.m, "clamp_thrust", None) if self.clamp_thrust else None
-        clamped = clamp(tick, lambda b: self._approach_violation(b, p) is None) if clamp is not None else None
-        if clamped is None:
-            tick.reject(self, "approach", detail)
-            return
-        before = tuple(tick.cmd)
-        tick.cmd[:] = clamped[0]
-        tick.record(self, "approach", before, tuple(tick.cmd), detail=f"{clamped[1]}: {detail}")
+        clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust, lambda b: self._approach_violation(b, p) is None,
+                               "approach", detail)
 
     def _approach_violation(self, stop_box, p) -> tuple[int, float] | None:
         """(the first box whose approach clearance the stopping box breaks, the clearance it keeps), or None: every box
