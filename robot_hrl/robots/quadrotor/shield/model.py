@@ -13,7 +13,12 @@ The stopping model along one direction n (speed v = v.n, acceleration a = a.n):
 
     reaction (the command keeps acting):  s_r = max(0, v t_r + a t_r^2 / 2),  v_1 = max(0, v + a t_r)
     braking (the backup at deceleration b): s_b = v_1 * |v_1_vec| / (2 b)
-    stopping distance d = s_r + s_b
+    the backup's linear stop (its P loop):  s_l = (P - t_r) v_1,  s_0 = P max(v, 0) + Q max(a, 0)
+    stopping distance d = max(s_r + max(s_b, s_l), s_0)
+
+``P`` (s) and ``Q`` (s^2, vertical only) are the farthest the backup's closed loop carries a unit speed and a unit
+push of the command (:func:`backup_linear_stop_s`): a proportional velocity loop brakes a slow motion over about
+``P v``, more than ``v^2 / 2b`` below a few tenths of a m/s (docs/safety.md, "The backup's stop").
 
 ``|v_1_vec|`` is the speed in the braking plane: braking along the velocity vector, the travel
 along n is the straight-line stopping distance projected on n. ``b`` is the deceleration the
@@ -210,6 +215,22 @@ class DynamicsModel:
         self.disturbance_accel_mps2 = 0.0
         """A steady vertical disturbance (m/s^2) the estimate's bounds are derated for (the hover-thrust unit sets it)."""
         self.blind_brake_s = self.reaction_time + self.max_speed_mps / self.brake_horizontal
+        b = cfg.backup
+        self.backup_stop_vertical_s = backup_linear_stop_s(
+            b.position_gain_per_s, b.velocity_gain_per_s, (self.design_motor_tau,), self.dt + self.latency)
+        """The backup's linear stop, vertically: the farthest its closed loop (position into velocity gain, the slowest
+        motor's lag, the tick and the latency) carries a speed v from the handover, per unit of v, s
+        (:func:`backup_linear_stop_s`; :meth:`stopping_distance` counts ``(this - t_r) v_1`` at least)."""
+        self.backup_stop_horizontal_s = backup_linear_stop_s(
+            b.position_gain_per_s, b.velocity_gain_per_s, (self.design_motor_tau, b.rate_gain_per_s / b.attitude_gain_per_s2),
+            self.dt + self.latency)
+        """... horizontally, with the attitude loop's lag (``rate_gain / attitude_gain``: its lag behind a ramp) after the
+        motor's: the tilt the velocity loop asks for is reached through it, s."""
+        self.backup_stop_vertical_s2 = backup_linear_stop_s(
+            b.position_gain_per_s, b.velocity_gain_per_s, (self.design_motor_tau,), self.dt + self.latency, 0.0, 1.0)
+        """... per unit of the judged command's acceleration away from the target, vertically (the thrust's excess
+        decays through the motors), s^2. Not horizontally: the tilt's own decay is the horizontal reaction time's
+        (docs/safety.md, "Limits of what is shown")."""
         self.descent_dead_time_s = self.dt + self.latency
         """The part of a descent's reaction time nothing shortens: the tick the judged command flies, then the actuation
         latency before the backup's first command reaches the motors, s (:func:`descent_reaction_time`)."""
@@ -437,26 +458,43 @@ class DynamicsModel:
             px, py = v[0] + acc * best[0] * t, v[1] + acc * best[1] * t
             return self.stopping_distance(vn, an, math.sqrt(px * px + py * py), self.brake_horizontal, t)
         if nz > 0.0:  # a climb: less thrust brakes it
-            return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time)
-        return self.stopping_distance(vn, an, 0.0, self.brake_up, t)
+            return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time, self.backup_stop_vertical_s)
+        return self.stopping_distance(vn, an, 0.0, self.brake_up, t, self.backup_stop_vertical_s)
 
     # ---- stopping distance ----------------------------------------------------------------
-    def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None) -> float:
+    def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None,
+                          linear_s: float | None = None) -> float:
         """Travel along a direction with speed ``v`` and acceleration ``a`` (both along it)
         before standing still; ``speed_plane`` is the speed in the braking plane after the
         reaction time ``t`` (default: the horizontal one) (>= |v_1|), ``brake`` the
-        deceleration available in that plane."""
+        deceleration available in that plane.
+
+        The braking phase is the longer of the full brake's ``v_1 |v_1_vec| / (2 brake)`` and the backup's linear stop
+        beyond the reaction time, ``(linear_s - t) v_1`` (``linear_s``: :attr:`backup_stop_horizontal_s` by default,
+        :attr:`backup_stop_vertical_s` for the vertical brakes): a proportional loop brakes a slow motion gently, over
+        more than ``v^2 / 2b``. And never less than that linear stop from the state now, ``linear_s v + linear_s2 a``
+        (:attr:`backup_stop_vertical_s2` vertically, 0 horizontally): a command that brakes harder than the
+        backup does so for its tick only; one that pushes away keeps pushing through the motors' lag (docs/safety.md, "The backup's stop")."""
         if t is None:
             t = self.reaction_time
+        if linear_s is None:
+            linear_s = self.backup_stop_horizontal_s
+        linear_s2 = self.backup_stop_vertical_s2 if linear_s == self.backup_stop_vertical_s else 0.0
         s_r = v * t + 0.5 * a * t * t
         if s_r < 0.0:
             s_r = 0.0
+        # the backup's linear stop from the handover: the command's own braking lasts a tick, not t_r; its push decays
+        # through the motors (the sum of the two peaks bounds the peak of the sum)
+        s_0 = linear_s * (v if v > 0.0 else 0.0) + linear_s2 * (a if a > 0.0 else 0.0)
         v1 = v + a * t
         if v1 <= 0.0:
-            return s_r
+            return s_r if s_r > s_0 else s_0
         if speed_plane < v1:
             speed_plane = v1
-        return s_r + v1 * speed_plane / (2.0 * brake)
+        s_b = v1 * speed_plane / (2.0 * brake)
+        s_l = (linear_s - t) * v1
+        d = s_r + (s_b if s_b > s_l else s_l)
+        return d if d > s_0 else s_0
 
 
 def thrust_axes(m: DynamicsModel, r, w) -> tuple[tuple, tuple]:
@@ -470,6 +508,39 @@ def thrust_axes(m: DynamicsModel, r, w) -> tuple[tuple, tuple]:
     qz = r[8] + tp * (w1 * r[6] - w0 * r[7])
     n = math.sqrt(qx * qx + qy * qy + qz * qz)
     return c, (qx / n, qy / n, qz / n)
+
+
+def backup_linear_stop_s(position_gain_per_s: float, velocity_gain_per_s: float, lags_s, delay_s: float,
+                         speed: float = 1.0, accel: float = 0.0, step_s: float = 1e-3, horizon_s: float = 3.0) -> float:
+    """The farthest the backup's linear loop carries a motion away from its hold target: per unit speed (s, m per
+    m/s; ``speed`` 1, ``accel`` 0) or per unit acceleration (s^2; ``speed`` 0, ``accel`` 1).
+
+    The loop: acceleration command ``u = -k_v (k_p x + x')`` (the backup's position gain into its velocity gain,
+    the hold target where it took over), delayed by ``delay_s`` (the tick and the latency), then through the
+    first-order ``lags_s`` in series (the slowest motor; horizontally the attitude loop too), acting on a double
+    integrator from ``x = 0, x' = speed`` with the judged command's ``accel`` in the pipeline (the delay and every
+    lag hold it: it flies its tick, then decays through the motors). Integrated at ``step_s`` until the motion
+    reverses. The excursion grows with every lag and the delay (so the slowest motor bounds the randomization's) and
+    is linear in the speed and the acceleration: below the saturation ``v P + a Q``, above it the full brake's
+    ``v^2 / 2b`` is the longer one. Plain floats, once per model (a few ms)."""
+    n = max(1, int(round(delay_s / step_s)))
+    queue = [accel] * n
+    stages = [accel] * len(lags_s)
+    x, v, peak, k = 0.0, speed, 0.0, 0
+    for _ in range(int(horizon_s / step_s)):
+        queue.append(-velocity_gain_per_s * (position_gain_per_s * x + v))
+        u = queue[k]
+        k += 1
+        for i, lag in enumerate(lags_s):
+            stages[i] += (u - stages[i]) * step_s / lag
+            u = stages[i]
+        v += u * step_s
+        x += v * step_s
+        if x > peak:
+            peak = x
+        if v <= 0.0 and x > 0.0:
+            break
+    return peak
 
 
 SPOOL_DEFICIT_FROM_REST = 1.5
@@ -563,11 +634,12 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     sd = m.stopping_distance
     bh = m.brake_horizontal
     tv = m.vertical_reaction_time
+    lv = m.backup_stop_vertical_s
     return (
         p[0] - sd(-v[0], -lo[0], plane, bh), p[0] + sd(v[0], hi[0], plane, bh),
         p[1] - sd(-v[1], -lo[1], plane, bh), p[1] + sd(v[1], hi[1], plane, bh),
-        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv),
-        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t),
+        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td, lv), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv, lv),
+        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t, lv),
     )
 
 
