@@ -1,5 +1,7 @@
 """Rollouts of the crazyflie-goto env on each step backend (eager, compiled graph, native C), and the
-comparison the step-backend tests share (tests/test_sim_compiled.py, tests/test_sim_native.py)."""
+comparison the step-backend tests share (tests/test_sim_compiled.py, tests/test_sim_native.py); the real backup
+controllers flying the env's robots, one tick (:func:`backup_wrenches`: tests/test_stop_reaction.py,
+tests/test_backup_stop.py, tests/test_battery_braking.py)."""
 
 from __future__ import annotations
 
@@ -126,3 +128,19 @@ def reference_reset_draws(env: GotoEnv, n: int, start_scale: float, generator: t
     state = torch.cat((pos.t(), quat.t(), vel.t(), omega.t(), hover.t().expand(4, n), battery.t(), goal.t()))
     rows = torch.cat([params[name].t() for name, _, _ in env.layout.params])
     return state, rows, latency
+
+
+def backup_wrenches(env, rows, models, backups, target) -> torch.Tensor:
+    """One tick of the real backup controllers flying the batched simulator's robots ``rows``: each airframe's stopping
+    model takes its row's simulated battery voltage, each backup commands from the row's ground-truth state toward
+    ``target``; the wrenches (collective thrust N, body torques N m), one row per robot."""
+    from robot_hrl.safety.frames import rotation_from_quat
+
+    volts = env._state[rows][0].double().tolist()
+    pos, vel = env.position_w.double().tolist(), env.linear_velocity_w.double().tolist()
+    quat, rates = env.quat_wxyz.double().tolist(), env.angular_velocity_b.double().tolist()
+    out = []
+    for i, (model, backup) in enumerate(zip(models, backups)):
+        model.set_battery_voltage(volts[i])
+        out.append(backup.command(pos[i], vel[i], rotation_from_quat(*quat[i]), rates[i], target))
+    return torch.tensor(out, dtype=torch.float32)

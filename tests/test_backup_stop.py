@@ -28,6 +28,7 @@ from robot_hrl.robots.quadrotor.shield.model import backup_linear_stop_s, stoppi
 from robot_hrl.safety.frames import rotation_from_quat
 from sim.safety_eval import eval_env_cfg
 from sim.tasks import make_env
+from sim_step_helpers import backup_wrenches
 from tests.test_stop_reaction import R_RANGE, RAND, ROBOT, V_RANGE, _quat_tilted, _set_airframes, _shield
 
 START_Z_M = 20.0
@@ -105,14 +106,7 @@ def fly(draws):
         if k == 0:
             wrench = cmd
         else:
-            volts = env._state[rows][0].double().tolist()
-            pos, vel = env.position_w.double().tolist(), env.linear_velocity_w.double().tolist()
-            quat, rates = env.quat_wxyz.double().tolist(), env.angular_velocity_b.double().tolist()
-            out = []
-            for i in range(n):
-                models[i].set_battery_voltage(volts[i])
-                out.append(backups[i].command(pos[i], vel[i], rotation_from_quat(*quat[i]), rates[i], target))
-            wrench = torch.tensor(out, dtype=torch.float32)
+            wrench = backup_wrenches(env, rows, models, backups, target)
         env.step(command_to_normalized(env.contract.action, wrench))
         pos = env.position_w.double().numpy()
         vel = env.linear_velocity_w.double().numpy()

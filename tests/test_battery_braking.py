@@ -33,6 +33,7 @@ from robot_hrl.world import load_world
 from sim.envs.goto_env_cfg import GotoEnvCfg
 from sim.safety_eval import DEFAULT_WORLD, eval_env_cfg
 from sim.tasks import make_env
+from sim_step_helpers import backup_wrenches
 
 ROBOT = get_robot("crazyflie_2x")
 K = actuators.constants(ROBOT)
@@ -148,20 +149,11 @@ def test_the_stopping_box_on_the_measured_battery_never_under_predicts_the_stop(
     lowest = np.full(n, np.inf)
     stopped = np.zeros(n, dtype=bool)
     target = [0.0, 0.0, 20.0]
-    from robot_hrl.safety.frames import rotation_from_quat
-
     for k in range(reaction + 600):
         if k < reaction:
             wrench = torch.tensor([[d["thrust"] * ROBOT.weight_n, 0.0, 0.0, 0.0] for d in draws], dtype=torch.float32)
         else:
-            volts = env._state[rows][0].double().tolist()
-            pos, vel = env.position_w.double().tolist(), env.linear_velocity_w.double().tolist()
-            quat, rates = env.quat_wxyz.double().tolist(), env.angular_velocity_b.double().tolist()
-            out = []
-            for i in range(n):
-                models[i].set_battery_voltage(volts[i])
-                out.append(backups[i].command(pos[i], vel[i], rotation_from_quat(*quat[i]), rates[i], target))
-            wrench = torch.tensor(out, dtype=torch.float32)
+            wrench = backup_wrenches(env, rows, models, backups, target)
         env.step(command_to_normalized(env.contract.action, wrench))
         z = env.position_w[:, 2].double().numpy()
         lowest = np.where(stopped, lowest, np.minimum(lowest, z))

@@ -136,16 +136,25 @@ def test_limits_pass_a_satisfying_command_unchanged(rpy, w, cmd, delta):
 
 
 # ---- geofence and altitude -------------------------------------------------------------------
-@SETTINGS
-@given(
+THRUST_TICK = dict(
     p=position(), v=st.tuples(speed, speed, speed), rpy=st.tuples(st.floats(-0.6, 0.6), st.floats(-0.6, 0.6), st.floats(-3.1, 3.1)),
     w=st.tuples(rate, rate, rate), thrust=st.floats(-1, 1), est=st.floats(-1, 1),
 )
-def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v, rpy, w, thrust, est):
-    s = shield()
+"""A state and a pure collective-thrust command (normalized), with the hover-thrust estimate (normalized)."""
+
+
+def thrust_tick(p, v, rpy, w, thrust: float, est: float):
+    """The command (as the tick holds it), the hover-thrust estimate (N) and the tick of THRUST_TICK's draws."""
     cmd = wrench_of((thrust, 0.0, 0.0, 0.0))
     t_est = wrench_of((est, 0, 0, 0))[0]
-    t = make_tick(p, v, rpy, w, cmd, thrust_est=t_est)
+    return cmd, t_est, make_tick(p, v, rpy, w, cmd, thrust_est=t_est)
+
+
+@SETTINGS
+@given(**THRUST_TICK)
+def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v, rpy, w, thrust, est):
+    s = shield()
+    cmd, t_est, t = thrust_tick(p, v, rpy, w, thrust, est)
     s.geofence.check(t)
     s.altitude.check(t)
     g, a = s.geofence, s.altitude
@@ -278,16 +287,11 @@ def clamping_obstacles_shield() -> Shield:
 
 
 @SETTINGS
-@given(
-    p=position(), v=st.tuples(speed, speed, speed), rpy=st.tuples(st.floats(-0.6, 0.6), st.floats(-0.6, 0.6), st.floats(-3.1, 3.1)),
-    w=st.tuples(rate, rate, rate), thrust=st.floats(-1, 1), est=st.floats(-1, 1),
-)
+@given(**THRUST_TICK)
 def test_obstacles_thrust_clamp_keeps_the_clearance(p, v, rpy, w, thrust, est):
     s = clamping_obstacles_shield()
     unit = s.obstacles
-    cmd = wrench_of((thrust, 0.0, 0.0, 0.0))
-    t_est = wrench_of((est, 0, 0, 0))[0]
-    t = make_tick(p, v, rpy, w, cmd, thrust_est=t_est)
+    cmd, t_est, t = thrust_tick(p, v, rpy, w, thrust, est)
     unit.check(t)
     if t.reject_unit is not None or not t.interventions or t.interventions[-1].constraint != "approach":
         return

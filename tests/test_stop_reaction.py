@@ -31,6 +31,7 @@ from robot_hrl.world import load_world
 from sim.envs.goto_env_cfg import GotoEnvCfg
 from sim.safety_eval import DEFAULT_WORLD, eval_env_cfg
 from sim.tasks import make_env
+from sim_step_helpers import backup_wrenches
 
 ROBOT = get_robot("crazyflie_2x")
 RAND = GotoEnvCfg().randomization
@@ -139,14 +140,7 @@ def _fly(draws):
         if k == 0:
             wrench = cmd  # the judged command flies its tick
         else:
-            volts = env._state[rows][0].double().tolist()
-            pos, vel = env.position_w.double().tolist(), env.linear_velocity_w.double().tolist()
-            quat, rates = env.quat_wxyz.double().tolist(), env.angular_velocity_b.double().tolist()
-            out = []
-            for i in range(n):
-                models[i].set_battery_voltage(volts[i])
-                out.append(backups[i].command(pos[i], vel[i], rotation_from_quat(*quat[i]), rates[i], target))
-            wrench = torch.tensor(out, dtype=torch.float32)
+            wrench = backup_wrenches(env, rows, models, backups, target)
         env.step(command_to_normalized(env.contract.action, wrench))
         lowest = np.where(stopped, lowest, np.minimum(lowest, env.position_w[:, 2].double().numpy()))
         # the stop is over once the robot no longer descends, is level enough to brake and is being lifted: what comes

@@ -458,12 +458,13 @@ class DynamicsModel:
             px, py = v[0] + acc * best[0] * t, v[1] + acc * best[1] * t
             return self.stopping_distance(vn, an, math.sqrt(px * px + py * py), self.brake_horizontal, t)
         if nz > 0.0:  # a climb: less thrust brakes it
-            return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time, self.backup_stop_vertical_s)
-        return self.stopping_distance(vn, an, 0.0, self.brake_up, t, self.backup_stop_vertical_s)
+            return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time,
+                                          self.backup_stop_vertical_s, self.backup_stop_vertical_s2)
+        return self.stopping_distance(vn, an, 0.0, self.brake_up, t, self.backup_stop_vertical_s, self.backup_stop_vertical_s2)
 
     # ---- stopping distance ----------------------------------------------------------------
     def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None,
-                          linear_s: float | None = None) -> float:
+                          linear_s: float | None = None, linear_s2: float = 0.0) -> float:
         """Travel along a direction with speed ``v`` and acceleration ``a`` (both along it)
         before standing still; ``speed_plane`` is the speed in the braking plane after the
         reaction time ``t`` (default: the horizontal one) (>= |v_1|), ``brake`` the
@@ -473,13 +474,12 @@ class DynamicsModel:
         beyond the reaction time, ``(linear_s - t) v_1`` (``linear_s``: :attr:`backup_stop_horizontal_s` by default,
         :attr:`backup_stop_vertical_s` for the vertical brakes): a proportional loop brakes a slow motion gently, over
         more than ``v^2 / 2b``. And never less than that linear stop from the state now, ``linear_s v + linear_s2 a``
-        (:attr:`backup_stop_vertical_s2` vertically, 0 horizontally): a command that brakes harder than the
+        (``linear_s2``: :attr:`backup_stop_vertical_s2` for the vertical brakes, 0 horizontally): a command that brakes harder than the
         backup does so for its tick only; one that pushes away keeps pushing through the motors' lag (docs/safety.md, "The backup's stop")."""
         if t is None:
             t = self.reaction_time
         if linear_s is None:
             linear_s = self.backup_stop_horizontal_s
-        linear_s2 = self.backup_stop_vertical_s2 if linear_s == self.backup_stop_vertical_s else 0.0
         s_r = v * t + 0.5 * a * t * t
         if s_r < 0.0:
             s_r = 0.0
@@ -634,12 +634,12 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     sd = m.stopping_distance
     bh = m.brake_horizontal
     tv = m.vertical_reaction_time
-    lv = m.backup_stop_vertical_s
+    lv, lv2 = m.backup_stop_vertical_s, m.backup_stop_vertical_s2
     return (
         p[0] - sd(-v[0], -lo[0], plane, bh), p[0] + sd(v[0], hi[0], plane, bh),
         p[1] - sd(-v[1], -lo[1], plane, bh), p[1] + sd(v[1], hi[1], plane, bh),
-        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td, lv), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv, lv),
-        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t, lv),
+        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td, lv, lv2), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv, lv, lv2),
+        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t, lv, lv2),
     )
 
 
