@@ -72,6 +72,10 @@ _DELETE = object()
         (("watchdog", "state_timeout_s"), 0.0, "watchdog.state_timeout_s"),
         (("backup",), _DELETE, "backup"),
         (("control_rate_hz",), -100.0, "control_rate_hz"),
+        (("geofence", "clamp_thrust"), "sometimes", "geofence.clamp_thrust"),
+        (("altitude", "clamp_thrust"), "sometimes", "altitude.clamp_thrust"),
+        (("obstacles", "clamp_thrust"), [True], "obstacles.clamp_thrust"),
+        (("hover_thrust", "use_in_stopping_model"), "maybe", "hover_thrust.use_in_stopping_model"),
     ],
 )
 def test_invalid_values_are_refused_naming_the_key(raw, path, value, expected):
