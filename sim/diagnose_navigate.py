@@ -66,6 +66,9 @@ def what_was_hit(room, p: np.ndarray, radius_m: float) -> tuple[str, np.ndarray 
     fence = min(p[0] - b0[0], p[1] - b0[1], b1[0] - p[0], b1[1] - p[1]) - radius_m
     if fence < best[3]:
         best = ("fence", None, None, float(fence))
+    ceiling = b1[2] - p[2] - radius_m
+    if ceiling < best[3]:
+        best = ("ceiling", None, None, float(ceiling))
     if p[2] - radius_m < min(best[3], 0.0) or p[2] < 0.3:
         best = ("floor", None, None, float(p[2]))
     return best
@@ -199,7 +202,7 @@ def summarise(records: list[dict], pybullet: dict | None = None) -> dict:
         s = {"flights": len(rs), "success": sum(r["success"] for r in rs), "collisions": len(col),
              "time_outs": sum(r["time_out"] for r in rs),
              "causes": {c: sum(r["cause"] == c for r in col) for c in CAUSES},
-             "hit_kind": {k: sum(r["hit_kind"] == k for r in col) for k in ("wall", "box", "pillar", "fence", "floor")},
+             "hit_kind": {k: sum(r["hit_kind"] == k for r in col) for k in ("wall", "box", "pillar", "fence", "ceiling", "floor")},
              "unseen": sum(bool(r.get("unseen")) for r in col),
              "in_cone": sum(bool(r.get("in_cone")) for r in col),
              "median_speed_at_hit_mps": float(np.median([r["speed_at_hit_mps"] for r in col])) if col else None,
