@@ -235,6 +235,7 @@ class DynamicsModel:
         self._sag_params = (b.position_gain_per_s, b.velocity_gain_per_s, b.velocity_integral_gain_per_s2,
                             b.integral_limit_mps2, self.design_motor_tau, self.dt + self.latency, self.g)
         self._backup_min_thrust = backup_min_thrust
+        self._sag_key = None
         self.backup_sag_down_m = 0.0
         """How far the backup's hold sinks below its target on the weakest airframe the model allows now (m): its
         feed-forward turns ``ff_mass (a + g)`` into ``w_lo`` times the thrust that holds the airframe
@@ -367,6 +368,10 @@ class DynamicsModel:
         qa = self.SAG_ACCEL_QUANTUM_MPS2
         a_hi = math.floor((self.backup_max_thrust_fraction * self.max_total_thrust / self.ff_mass - self.g) / qa) * qa
         a_lo = math.ceil((self._backup_min_thrust / self.ff_mass - self.g) / qa) * qa
+        key = (lo, hi, a_lo, a_hi)
+        if key == self._sag_key:
+            return
+        self._sag_key = key
         self.backup_sag_down_m = backup_hold_sag_m(*self._sag_params, min(lo, 1.0), a_lo, a_hi)
         self.backup_sag_up_m = backup_hold_sag_m(*self._sag_params, max(hi, 1.0), a_lo, a_hi)
 
@@ -593,7 +598,7 @@ def backup_linear_stop_s(position_gain_per_s: float, velocity_gain_per_s: float,
     return peak
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=None)
 def backup_hold_sag_m(position_gain_per_s: float, velocity_gain_per_s: float, integral_gain_per_s2: float,
                       integral_limit_mps2: float, lag_s: float, delay_s: float, g: float, ratio: float,
                       accel_low_mps2: float = -math.inf, accel_high_mps2: float = math.inf,
@@ -614,7 +619,8 @@ def backup_hold_sag_m(position_gain_per_s: float, velocity_gain_per_s: float, in
     feed-forward mass (``accel_low_mps2``, ``accel_high_mps2``: its least thrust, and its most on the measured battery),
     its integral frozen while the command is saturated in its direction (the backup's anti-windup): a weak airframe on
     an empty battery is held up by little more than its weight, and sinks further.
-    Plain floats, cached per argument tuple (a few ms the first time)."""
+    Plain floats, cached per argument tuple (about 1 ms the first time; the model rounds its arguments so that the
+    keys stay few: :attr:`DynamicsModel.SAG_QUANTUM`)."""
     if ratio == 1.0:
         return 0.0
     n = max(1, int(round(delay_s / step_s)))
