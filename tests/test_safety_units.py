@@ -280,7 +280,8 @@ def test_obstacles_accepted_commands_keep_their_clearance(p, v, rpy, w, thrust):
 
 @lru_cache(maxsize=1)
 def clamping_obstacles_shield() -> Shield:
-    """The shipped shield with ``obstacles.clamp_thrust`` on (off in the shipped YAML: docs/safety.md, "The thrust clamp")."""
+    """The shipped shield with ``obstacles.clamp_thrust`` on (as shipped since branch ``obsclamp``; set here so that the test
+    does not depend on the YAML: docs/safety.md, "The thrust clamp")."""
     cfg, world = _inputs()
     cfg = cfg.model_copy(update={"obstacles": cfg.obstacles.model_copy(update={"clamp_thrust": True})})
     return Shield(cfg, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)

@@ -14,7 +14,7 @@ Distances are clearances: from the robot's centre to a box surface, minus the co
 * ``approach``: the predicted stopping box (everywhere the robot can be before it stands
   still; the stopping model's box, shared with the geofence and altitude units) must keep ``obstacles.approach_margin_m`` of clearance from every box, or, already
   closer than that, must come no closer than the robot is now; otherwise rejected (the
-  backup brakes before the box), or, with ``obstacles.clamp_thrust`` on (off in the Crazyflie's
+  backup brakes before the box), or, with ``obstacles.clamp_thrust`` on (on in the Crazyflie's
   YAML: docs/safety.md, "The thrust clamp"), the collective thrust moved toward the motors' until it does. Nav2's approach polygon does the same with a
   time to collision.
 

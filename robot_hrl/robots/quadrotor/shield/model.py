@@ -32,6 +32,7 @@ thrust brakes a climb at any attitude).
 
 from __future__ import annotations
 
+import functools
 import math
 
 from robot_hrl.contract.action_modes import ActionMap
@@ -231,6 +232,16 @@ class DynamicsModel:
         """... per unit of the judged command's acceleration away from the target, vertically (the thrust's excess
         decays through the motors), s^2. Not horizontally: the tilt's own decay is the horizontal reaction time's
         (docs/safety.md, "Limits of what is shown")."""
+        self._sag_params = (b.position_gain_per_s, b.velocity_gain_per_s, b.velocity_integral_gain_per_s2,
+                            b.integral_limit_mps2, self.design_motor_tau, self.dt + self.latency, self.g)
+        self._backup_min_thrust = backup_min_thrust
+        self._sag_key = None
+        self.backup_sag_down_m = 0.0
+        """How far the backup's hold sinks below its target on the weakest airframe the model allows now (m): its
+        feed-forward turns ``ff_mass (a + g)`` into ``w_lo`` times the thrust that holds the airframe
+        (:func:`backup_hold_sag_m`; :meth:`_update_backup_sag`). The stopping box's floor counts it."""
+        self.backup_sag_up_m = 0.0
+        """... how far it climbs above its target on the strongest one (``w_hi``), m: the box's top counts it."""
         self.descent_dead_time_s = self.dt + self.latency
         """The part of a descent's reaction time nothing shortens: the tick the judged command flies, then the actuation
         latency before the backup's first command reaches the motors, s (:func:`descent_reaction_time`)."""
@@ -242,6 +253,7 @@ class DynamicsModel:
         (:meth:`_update_level_tilt`, whenever ``brake_up`` changes)."""
         self.level_tilt_rad = tilt
         self._update_level_tilt()
+        self._update_backup_sag()
         """How long the backup takes to stop the fastest motion the limits allow (the stale-state hold)."""
         if self.brake_up <= 0.0:
             backup_max_thrust = self.backup_max_thrust_fraction * self.max_total_thrust
@@ -265,6 +277,7 @@ class DynamicsModel:
             brake = self._brake_up_per_n * thrust - self._brake_up_g
             self.brake_up = brake if brake > self.MIN_BRAKE_UP_MPS2 else self.MIN_BRAKE_UP_MPS2
             self._update_level_tilt()
+            self._update_backup_sag()
 
     def set_hover_thrust(self, estimate_n: float | None, low_n: float | None = None, high_n: float | None = None) -> None:
         """The airframe's hover thrust, estimated (robot_hrl/robots/quadrotor/shield/hover_thrust.py), N: ``estimate_n``
@@ -286,6 +299,7 @@ class DynamicsModel:
             ff = estimate_n / self.g
             ff_lo, ff_hi = bm / hi_f, bm / lo_f  # the airframe range
             ff = ff_lo if ff < ff_lo else ff_hi if ff > ff_hi else ff
+        ff_changed = ff != self.ff_mass
         self.ff_mass = ff
         if low_n is None or high_n is None:
             weak, strong = lo_f, hi_f
@@ -298,6 +312,8 @@ class DynamicsModel:
             strong = lo_f if strong < lo_f else hi_f if strong > hi_f else strong
             self.reaction_weak_fraction = weak if weak < 1.0 else 1.0
         if weak == self.weak_fraction and strong == self.strong_fraction:
+            if ff_changed:
+                self._update_backup_sag()
             return
         self.weak_fraction = weak
         self.strong_fraction = strong
@@ -306,6 +322,7 @@ class DynamicsModel:
         self.brake_up = brake if brake > self.MIN_BRAKE_UP_MPS2 else self.MIN_BRAKE_UP_MPS2
         self.brake_down = self._brake_frac_g - self._brake_down_per_fraction * strong
         self._update_level_tilt()
+        self._update_backup_sag()
 
     def _update_level_tilt(self) -> None:
         """The largest tilt the descent brake holds at (``level_cos``, ``level_tilt_rad``).
@@ -322,6 +339,41 @@ class DynamicsModel:
         lim = math.cos(self.backup_brake_tilt_rad)
         self.level_cos = c if c > lim else lim
         self.level_tilt_rad = math.acos(self.level_cos)
+
+    SAG_QUANTUM = 0.005
+    """The thrust ratios of :meth:`_update_backup_sag` are rounded outward (away from 1) to this (the sag grows with the
+    distance from 1: conservative), so that the per-tick moves of a converged estimate reuse a cached integration."""
+
+    SAG_ACCEL_QUANTUM_MPS2 = 0.05
+    """... and the backup's acceleration command range inward to this (a narrower range sags more: conservative)."""
+
+    def thrust_ratio_range(self) -> tuple[float, float]:
+        """(``w_lo``, ``w_hi``): the thrust the airframes the model allows produce, over the thrust that would hold them,
+        when the backup commands ``ff_mass (a + g)``. An airframe's acceleration per newton is at least
+        ``weak_fraction / brake_mass`` and at most ``strong_fraction / brake_mass``, so ``w = ff_mass rho`` lies between
+        ``weak_fraction ff_mass / brake_mass`` and ``strong_fraction ff_mass / brake_mass``: before the hover-thrust
+        estimate converges the randomization's 0.7875-1.2833; with a converged estimate (its bounds and the steady
+        disturbance) about 0.91-1.09."""
+        r = self.ff_mass / self.brake_mass
+        return self.weak_fraction * r, self.strong_fraction * r
+
+    def _update_backup_sag(self) -> None:
+        """``backup_sag_down_m`` and ``backup_sag_up_m`` for the thrust ratios the model allows now
+        (:meth:`thrust_ratio_range`, rounded outward to :attr:`SAG_QUANTUM`)."""
+        lo, hi = self.thrust_ratio_range()
+        q = self.SAG_QUANTUM
+        lo = math.floor(lo / q + 1e-9) * q
+        hi = math.ceil(hi / q - 1e-9) * q
+        # the backup's acceleration command range (its thrust range over its feed-forward mass), rounded inward
+        qa = self.SAG_ACCEL_QUANTUM_MPS2
+        a_hi = math.floor((self.backup_max_thrust_fraction * self.max_total_thrust / self.ff_mass - self.g) / qa) * qa
+        a_lo = math.ceil((self._backup_min_thrust / self.ff_mass - self.g) / qa) * qa
+        key = (lo, hi, a_lo, a_hi)
+        if key == self._sag_key:
+            return
+        self._sag_key = key
+        self.backup_sag_down_m = backup_hold_sag_m(*self._sag_params, min(lo, 1.0), a_lo, a_hi)
+        self.backup_sag_up_m = backup_hold_sag_m(*self._sag_params, max(hi, 1.0), a_lo, a_hi)
 
     # ---- commands ---------------------------------------------------------------------------
     def wrench_to_action(self, i: int, w: float) -> float:
@@ -451,16 +503,19 @@ class DynamicsModel:
         if nz <= -0.7:  # a descent: the reaction of stopping one (levelling, then the rotors' spool-up)
             cz = c[2] if c[2] < d[2] else d[2]
             t = descent_reaction_time(self, cz, tick.w, cmd if cmd < est else est)
+        # the backup's hold then sinks on a weak airframe, climbs on a strong one (backup_sag_down_m / _up_m)
+        sag = self.backup_sag_down_m if nz <= -0.7 else self.backup_sag_up_m if nz >= 0.7 else 0.0
         if vn > 0.0 and an < 0.0 and vn + an * t <= 0.0:  # the command itself turns it around: its peak
-            return vn * vn / (-2.0 * an)
+            return vn * vn / (-2.0 * an) + sag
         if abs(nz) < 0.7:  # (about) horizontal: the tilt brakes, in the plane of the velocity after the reaction time
             acc = (cmd if cmd > est else est) / self.mass
             px, py = v[0] + acc * best[0] * t, v[1] + acc * best[1] * t
             return self.stopping_distance(vn, an, math.sqrt(px * px + py * py), self.brake_horizontal, t)
-        if nz > 0.0:  # a climb: less thrust brakes it
+        if nz > 0.0:  # a climb: less thrust brakes it; the hold climbs on a strong airframe
             return self.stopping_distance(vn, an, 0.0, self.brake_down, self.vertical_reaction_time,
-                                          self.backup_stop_vertical_s, self.backup_stop_vertical_s2)
-        return self.stopping_distance(vn, an, 0.0, self.brake_up, t, self.backup_stop_vertical_s, self.backup_stop_vertical_s2)
+                                          self.backup_stop_vertical_s, self.backup_stop_vertical_s2) + sag
+        return (self.stopping_distance(vn, an, 0.0, self.brake_up, t, self.backup_stop_vertical_s, self.backup_stop_vertical_s2)
+                + sag)
 
     # ---- stopping distance ----------------------------------------------------------------
     def stopping_distance(self, v: float, a: float, speed_plane: float, brake: float, t: float | None = None,
@@ -540,6 +595,56 @@ def backup_linear_stop_s(position_gain_per_s: float, velocity_gain_per_s: float,
             peak = x
         if v <= 0.0 and x > 0.0:
             break
+    return peak
+
+
+@functools.lru_cache(maxsize=None)
+def backup_hold_sag_m(position_gain_per_s: float, velocity_gain_per_s: float, integral_gain_per_s2: float,
+                      integral_limit_mps2: float, lag_s: float, delay_s: float, g: float, ratio: float,
+                      accel_low_mps2: float = -math.inf, accel_high_mps2: float = math.inf,
+                      step_s: float = 2e-3, horizon_s: float = 4.0) -> float:
+    """How far the backup's vertical hold moves away from its target on an airframe that turns the backup's
+    feed-forward thrust into ``ratio`` times the thrust that holds it (m, >= 0; down for ``ratio`` < 1, up above 1).
+
+    The backup commands ``ff_mass (a + g)`` with ``a = k_v (k_p e - v) + i`` (its position gain into its velocity
+    gain, and the vertical integral ``i' = k_i (k_p e - v)`` bounded at ``integral_limit_mps2``, reset at the takeover:
+    robot_hrl/robots/quadrotor/shield/backup.py). An airframe with ``ratio = ff_mass rho`` (``rho`` its acceleration
+    per newton) accelerates ``ratio (a + g) - g = ratio a - (1 - ratio) g``: the loop sees a steady push of
+    ``(1 - ratio) g``, which the proportional loop alone leaves at ``(1 - ratio) g / (ratio k_v k_p)`` and the bounded
+    integral takes out only slowly (0.28 m at a ratio of 0.7875 with the slowest motor). Integrated from rest at the
+    target, the push acting from the judged tick on, the backup's commands after ``delay_s`` (the tick and the
+    latency) through the first-order ``lag_s`` (the slowest motor), over ``horizon_s``; the largest excursion is
+    returned (the motion of the handover itself is :func:`backup_linear_stop_s`'s: the two add, and the sum of their
+    peaks bounds the peak of the sum). The backup's acceleration command is bounded by its thrust range over its
+    feed-forward mass (``accel_low_mps2``, ``accel_high_mps2``: its least thrust, and its most on the measured battery),
+    its integral frozen while the command is saturated in its direction (the backup's anti-windup): a weak airframe on
+    an empty battery is held up by little more than its weight, and sinks further.
+    Plain floats, cached per argument tuple (about 1 ms the first time; the model rounds its arguments so that the
+    keys stay few: :attr:`DynamicsModel.SAG_QUANTUM`)."""
+    if ratio == 1.0:
+        return 0.0
+    n = max(1, int(round(delay_s / step_s)))
+    queue = [0.0] * n
+    stage = 0.0  # the motors' output, as the backup's acceleration command (deviation from ff_mass g)
+    x = v = i = peak = 0.0
+    sign = -1.0 if ratio < 1.0 else 1.0
+    kp, kv, ki = position_gain_per_s, velocity_gain_per_s, integral_gain_per_s2
+    lo, hi = accel_low_mps2, accel_high_mps2
+    for k in range(int(horizon_s / step_s)):
+        e = -kp * x - v
+        i1 = i + ki * e * step_s
+        i1 = -integral_limit_mps2 if i1 < -integral_limit_mps2 else integral_limit_mps2 if i1 > integral_limit_mps2 else i1
+        a = kv * e + i1
+        if (a > hi and i1 > i) or (a < lo and i1 < i):  # anti-windup
+            i1 = i
+            a = kv * e + i1
+        i = i1
+        queue.append(lo if a < lo else hi if a > hi else a)
+        stage += (queue[k] - stage) * step_s / lag_s
+        v += (ratio * (stage + g) - g) * step_s
+        x += v * step_s
+        if sign * x > peak:
+            peak = sign * x
     return peak
 
 
@@ -638,8 +743,9 @@ def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float)
     return (
         p[0] - sd(-v[0], -lo[0], plane, bh), p[0] + sd(v[0], hi[0], plane, bh),
         p[1] - sd(-v[1], -lo[1], plane, bh), p[1] + sd(v[1], hi[1], plane, bh),
-        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td, lv, lv2), p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv, lv, lv2),
-        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t, lv, lv2),
+        p[2] - sd(-v[2], -lo[2], 0.0, m.brake_up, td, lv, lv2) - m.backup_sag_down_m,
+        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, tv, lv, lv2) + m.backup_sag_up_m,
+        p[2] + sd(v[2], hi[2], 0.0, m.brake_down, t, lv, lv2) + m.backup_sag_up_m,
     )
 
 
