@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--near-m", type=float, default=0.8, help="clearance under which a state's weight rises (--near-weight)")
     p.add_argument("--dagger-checkpoint-every", type=int, default=0, metavar="N",
                    help="keep the actor every N DAgger iterations as <run-dir>/dagger_checkpoints/it_<n>.pt (0: never)")
+    p.add_argument("--proximity", choices=["rangers", "all_directions"], default="rangers",
+                   help="the proximity penalty's distance: the four rangers' true ranges (blind between their cones) or the "
+                        "true distance to the nearest obstacle in any direction (privileged; rewards.proximity_source)")
+    p.add_argument("--proximity-weight", type=float, default=None, help="rewards.proximity_weight (default -1.0)")
     p.add_argument("--export", default=None, metavar="ONNX", help="export the final policy to this .onnx")
     return p
 
@@ -71,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = NavigateEnvCfg(skill_path=args.skill, rooms_per_density=args.rooms_per_density)
     cfg.curriculum.enabled = not args.no_curriculum
+    cfg.rewards.proximity_source = args.proximity
+    if args.proximity_weight is not None:
+        cfg.rewards.proximity_weight = args.proximity_weight
     t0 = time.perf_counter()
     from robot_hrl.world.rooms import generate_room, room_seeds
     from sim.envs.nav_rooms import RoomPool

@@ -12,7 +12,7 @@ from robot_hrl.contract import goto_contract
 from robot_hrl.contract.navigate import (
     NavigateContract, compute_navigate_observation, contract_sha256, subgoal_from_action,
 )
-from robot_hrl.errors import ContractError, ObservationError
+from robot_hrl.errors import ConfigError, ContractError, ObservationError
 from robot_hrl.geometry import quat_from_euler_rpy
 from robot_hrl.robots import CRAZYFLIE_2X
 from robot_hrl.world.rooms import generate_room
@@ -124,9 +124,15 @@ def test_collision_success_and_time_limit(env):
     box_mid[2] = 1.0
     env.low.place(ids[:1], box_mid[None], torch.zeros(1))
     env.low.place(ids[1:2], env.goal_w[1:2].clone(), torch.zeros(1))
+    goal_1 = env.goal_w[1].clone()
     _, rewards, dones, extras = env.step(torch.zeros(n, 2))
     e = extras["episode_end"]
     assert bool(e["collided"][0]) and not bool(e["success"][0])
+    # where it ended (sim/diagnose_navigate.py reads it): inside the box, not a ground contact; the goal within tolerance
+    lo, hi = env.pool.box_lower[r[0], 0], env.pool.box_upper[r[0], 0]
+    end = e["end_position_w"][0]
+    assert bool(((end >= lo - 0.1) & (end <= hi + 0.1)).all()) and not bool(e["ground_contact"][0])
+    assert float((e["end_position_w"][1] - goal_1).norm()) < env.cfg.goal_tolerance_m
     assert bool(e["success"][1]) and not bool(e["collided"][1])
     assert rewards[0] < -5 and rewards[1] > 5
     assert dones[:2].all() and not dones[2:].any()
@@ -139,6 +145,39 @@ def test_collision_success_and_time_limit(env):
         _, _, dones, extras = env.step(torch.zeros(n, 2))
         steps += 1
     assert bool(extras["episode_end"]["time_out"][2]) and steps == env.max_episode_length - 1
+
+
+def test_proximity_in_all_directions_sees_what_the_rangers_miss(env, pool, repo_root):
+    """rewards.proximity_source: the true distance to the nearest obstacle in any direction is never more than the
+    rangers' (a ray ends on an obstacle), and it sees a pillar on the diagonal that the four cones miss."""
+    env.reset()
+    env.step(torch.zeros(env.num_envs, 2))
+    r = env.room
+    args = (env.pool.box_lower[r], env.pool.box_upper[r], env.pool.box_valid[r], env.pool.room_lower[r], env.pool.room_upper[r])
+    env.cfg.rewards.proximity_source = "all_directions"
+    try:
+        every = env._proximity_distance(*args)
+        env.cfg.rewards.proximity_source = "rangers"
+        rangers = env._proximity_distance(*args)
+    finally:
+        env.cfg.rewards.proximity_source = "rangers"
+    assert bool((every <= rangers + 1e-4).all())
+    # env 0 facing +x, 0.3 m diagonally off its first obstacle's corner (45 degrees: between the cones)
+    lo, hi = env.pool.box_lower[r[0], 0], env.pool.box_upper[r[0], 0]
+    corner = torch.tensor([float(hi[0]), float(hi[1]), 1.0])
+    env.low.place(torch.tensor([0]), (corner + torch.tensor([0.3, 0.3, 0.0]) / math.sqrt(2))[None], torch.zeros(1))
+    env._sense()
+    env.cfg.rewards.proximity_source = "all_directions"
+    try:
+        d = float(env._proximity_distance(*args)[0])
+    finally:
+        env.cfg.rewards.proximity_source = "rangers"
+    assert d <= 0.3 + 1e-4
+    assert float(env.true_ranges[0, :4].min()) > d + 0.1
+    with pytest.raises(ConfigError, match="proximity_source"):
+        bad = NavigateEnvCfg(skill_path=str(repo_root / "models/crazyflie_goto.onnx"))
+        bad.rewards.proximity_source = "lidar"
+        NavigateEnv(bad, num_envs=2, pool=pool)
 
 
 def test_bad_actions_and_configs_are_refused(env, pool, repo_root):

@@ -51,6 +51,8 @@ class NavigateEnv(VecEnv):
         unknown = [d for d in cfg.densities if d not in DENSITIES]
         if unknown:
             raise ConfigError(f"unknown densities {unknown}; choose from {list(DENSITIES)}")
+        if cfg.rewards.proximity_source not in ("rangers", "all_directions"):
+            raise ConfigError(f"rewards.proximity_source must be 'rangers' or 'all_directions', got {cfg.rewards.proximity_source!r}")
         if not 0 < cfg.max_offset_fraction <= 1.0:
             raise ConfigError(f"max_offset_fraction must be in (0, 1] (the adjacency constraint), got {cfg.max_offset_fraction}")
         self.device = torch.device(device)
@@ -155,7 +157,10 @@ class NavigateEnv(VecEnv):
         room_lo, room_hi = self.pool.room_lower[r], self.pool.room_upper[r]
         radius = float(self.robot.collision_radius_m)
         prev = low.position_w.clone()
+        end_position_w = low.position_w.clone()  # where each episode ended (the check that saw the hit or the goal)
+        end_velocity_w = low.linear_velocity_w.clone()
         ground = torch.zeros_like(ended)
+        fell = torch.zeros_like(ended)
         for k in range(self.low_steps):
             ground |= low.step(self.subgoal_w)
             if (k + 1) % self.memory_every == 0:
@@ -167,7 +172,7 @@ class NavigateEnv(VecEnv):
             p = low.position_w
             live = ~ended
             self.path_length_m += torch.where(live, (p - prev).norm(dim=-1), torch.zeros_like(self.path_length_m))
-            prev = p.clone()
+            before, prev = prev, p.clone()
             d_box = (torch.maximum(lo - p[:, None], p[:, None] - hi).clamp(min=0.0).norm(dim=-1))
             hit_box = ((d_box < radius) & valid).any(dim=-1)
             hit_fence = ((p[:, :2] - radius < room_lo[:, :2]) | (p[:, :2] + radius > room_hi[:, :2])).any(dim=-1) | (
@@ -177,16 +182,23 @@ class NavigateEnv(VecEnv):
             reached = ((p - self.goal_w).norm(dim=-1) < self.cfg.goal_tolerance_m) & live & ~hit
             collided |= hit
             success |= reached
-            ended |= hit | reached
+            now = hit | reached
+            fell |= ground & live
+            # (a ground contact resets the goto environment's robot: its last position is the previous check's)
+            end_position_w = torch.where(now[:, None], torch.where((ground & live)[:, None], before, p), end_position_w)
+            end_velocity_w = torch.where(now[:, None], low.linear_velocity_w, end_velocity_w)
+            ended |= now
             ground = torch.zeros_like(ended)
         self.episode_length_buf += 1
         time_out = (self.episode_length_buf >= self.max_episode_length) & ~ended
+        end_position_w = torch.where(ended[:, None], end_position_w, low.position_w)
+        end_velocity_w = torch.where(ended[:, None], end_velocity_w, low.linear_velocity_w)
         dones = ended | time_out
         # rewards
         w = self.cfg.rewards
         new_potential = self.pool.geodesic_at(self.room, low.position_w[:, :2])
         progress = (self.potential - new_potential).clamp(-2.0, 2.0)
-        near = (w.proximity_m - self.true_ranges[:, :4].amin(dim=-1)).clamp(min=0.0)
+        near = (w.proximity_m - self._proximity_distance(lo, hi, valid, room_lo, room_hi)).clamp(min=0.0)
         rewards = (w.progress_weight * progress + w.time_penalty + w.proximity_weight * near
                    + w.success_reward * success.float() + w.collision_penalty * collided.float())
         self.potential = new_potential
@@ -197,6 +209,7 @@ class NavigateEnv(VecEnv):
             "path_length_m": self.path_length_m.clone(), "optimal_path_length_m": self.pool.optimal_path_length_m[r],
             "density": self.pool.density[r].clone(), "room": r.clone(),
             "final_distance_m": (low.position_w - self.goal_w).norm(dim=-1),
+            "end_position_w": end_position_w, "end_velocity_w": end_velocity_w, "ground_contact": fell,
         }
         extras = {"time_outs": time_out, "episode_end": episode_end, "log": {"/curriculum/level": float(self.level)}}
         done_ids = dones.nonzero().squeeze(-1)
@@ -259,6 +272,17 @@ class NavigateEnv(VecEnv):
         self.potential[ids] = self.pool.geodesic_at(rooms, start[:, :2])
         if self.memory is not None:
             self.memory.reset(ids)
+
+    def _proximity_distance(self, lo, hi, valid, room_lo, room_hi) -> torch.Tensor:
+        """(N,) the distance the proximity reward judges (``cfg.rewards.proximity_source``)."""
+        source = self.cfg.rewards.proximity_source
+        if source == "rangers":
+            return self.true_ranges[:, :4].amin(dim=-1)
+        p = self.low.position_w
+        d_box = torch.maximum(lo - p[:, None], p[:, None] - hi).clamp(min=0.0).norm(dim=-1)
+        d_box = torch.where(valid, d_box, torch.full_like(d_box, float("inf"))).amin(dim=-1)
+        d_fence = torch.cat((p[:, :2] - room_lo[:, :2], room_hi[:, :2] - p[:, :2]), dim=-1).amin(dim=-1)
+        return torch.minimum(d_box, d_fence)
 
     def _sense(self, ids: torch.Tensor | None = None) -> None:
         """Cast the rangers of every environment (or of ``ids``): ``true_ranges`` and the noisy ``ranges``."""

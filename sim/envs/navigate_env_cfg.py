@@ -16,6 +16,11 @@ class NavigateRewardsCfg:
     proximity_weight: float = -1.0
     """Times how far the nearest horizontal obstacle (true distance) is inside ``proximity_m``."""
     proximity_m: float = 0.5
+    proximity_source: str = "rangers"
+    """Where that distance comes from: ``rangers`` the four horizontal rangers' true ranges (blind between their
+    cones), ``all_directions`` the true distance from the robot's centre to the nearest box or fence in any
+    direction (privileged, training only: the diagonals where most batched collisions happen,
+    ``sim/diagnose_navigate.py``)."""
 
 
 @dataclass
