@@ -174,7 +174,10 @@ def test_the_learned_planner_flies_a_held_out_room_in_the_node_graph(tmp_path, m
         assert all(m.range == math.inf or m.range == -math.inf or spec.min_range_m <= m.range <= spec.max_range_m
                    for m in msgs)
     ups = [m.range for m in bag["/range/up"] if math.isfinite(m.range)]
-    assert ups and 1.0 < np.median(ups) < 2.0  # the room's ceiling (2.5 m) seen from the flight height
+    # the room's ceiling (2.5 m): about 2.5 m from the ground before take-off, 1-2 m in flight at 1 m (not the median:
+    # how much of the recording is on the ground depends on the machine's speed; CI once had 2.07 m)
+    assert ups and max(ups) < 2.6 and 0.5 < min(ups), (min(ups) if ups else None, max(ups) if ups else None)
+    assert sum(1.0 < u < 2.0 for u in ups) >= 5, sorted(ups)[:10]
     plan = [np.array([p.pose.position.x, p.pose.position.y, p.pose.position.z]) for p in bag["/plan"][-1].poses]
     subgoals = [np.array([s.pose.position.x, s.pose.position.y, s.pose.position.z]) for s in bag["/subgoal"]]
     level = [s for s in subgoals if min(np.abs(s - q).max() for q in plan) > 1e-3]

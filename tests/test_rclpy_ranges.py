@@ -221,7 +221,10 @@ def test_the_learned_planner_flies_a_held_out_room_on_the_rclpy_backend(tmp_path
         assert len(msgs) >= 10, (spec.topic, len(msgs))
         assert all(m.header.frame_id == spec.frame_id for m in msgs)
     ups = [m.range for m in ranges["/range/up"] if math.isfinite(m.range)]
-    assert ups and 1.0 < np.median(ups) < 2.0  # the room's ceiling (2.5 m) from the flight height
+    # the room's ceiling (2.5 m): about 2.5 m from the ground before take-off, 1-2 m in flight at 1 m (not the median:
+    # how much of the recording is on the ground depends on the machine's speed; CI once had 2.07 m)
+    assert ups and max(ups) < 2.6 and 0.5 < min(ups), (min(ups) if ups else None, max(ups) if ups else None)
+    assert sum(1.0 < u < 2.0 for u in ups) >= 5, sorted(ups)[:10]
     plan = [np.array([p.pose.position.x, p.pose.position.y, p.pose.position.z]) for p in plans[-1].poses]
     own = [s for s in subgoals if min(np.abs(np.array([s.pose.position.x, s.pose.position.y, s.pose.position.z]) - q).max()
                                      for q in plan) > 1e-3]
