@@ -3,6 +3,10 @@ batched simulator and in PyBullet, and the level's inference time per decision.
 
     python benchmarks/bench_navigate.py --model models/crazyflie_navigate.onnx --run-dir runs/navigate --rooms 20 --pybullet-rooms 5 --range-shield
 
+``--range-shield`` flies every planner again through the runtime's shield with the range source (the rooms unmapped
+for it), in both simulators: as the node graph flies the level (``planner:=learned`` turns ``range_shield`` on).
+The shielded batched airframes draw their batteries from ``SHIELDED_BATTERY_RANGE_V`` (sim/evaluate_navigate.py).
+
 Held-out rooms (evaluation seeds). Prints a table, writes --out (JSON) and PNG plots next to it.
 Training wall time is read from the run's train_summary.json when --run-dir is given.
 The machine is shared: the 1-min load average is printed next to every timing.
@@ -40,6 +44,18 @@ def inference_time_us(session, n_obs: int, repeats: int = 2000) -> dict:
     return {"p50_us": float(np.percentile(t, 50)), "p99_us": float(np.percentile(t, 99)), "load1": load1()}
 
 
+def shield_summary(episodes: list[dict], density: str) -> str:
+    """The shield's share of control ticks that it changed, and the flights it landed (batched), for one density."""
+    eps = [e for e in episodes if e.get("density") == density and e.get("shielded")]
+    if not eps:
+        return "-"
+    if "shield_ticks" in eps[0]:
+        ticks = sum(e["shield_ticks"] for e in eps)
+        acted = sum(e["intervention_ticks"] for e in eps)
+        return f"{acted / max(ticks, 1):.1%}, {sum(bool(e['shield_landing']) for e in eps)}"
+    return f"{sum(sum(e.get('interventions', {}).values()) for e in eps)} records"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python benchmarks/bench_navigate.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="models/crazyflie_navigate.onnx")
@@ -49,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pybullet-rooms", type=int, default=10, help="held-out rooms per density, PyBullet (0: skip)")
     p.add_argument("--out", default="runs/bench_navigate/bench_navigate.json")
     p.add_argument("--range-shield", action="store_true",
-                   help="also fly the learned level in PyBullet through the shield with the range source (rooms unmapped for it)")
+                   help="also fly every planner through the shield with the range source (rooms unmapped for it), batched and "
+                        "in PyBullet")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     import torch
@@ -72,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     out["batched_wall_s"], out["batched_load1"] = time.perf_counter() - t, load1()
     out_dir = Path(args.out).parent
     plots = [str(plot_results(out["batched"], out_dir, "navigate batched: success by density"))]
+    if args.range_shield:
+        t = time.perf_counter()
+        out["batched_range_shield"] = evaluate_batched(batched_planners(session, rooms), rooms, args.skill, shielded=True)
+        out["batched_range_shield_wall_s"], out["batched_range_shield_load1"] = time.perf_counter() - t, load1()
+        plots.append(str(plot_results(out["batched_range_shield"], out_dir / "range_shield",
+                                      "navigate batched, range shield: success by density")))
     if args.pybullet_rooms > 0:
         pb_rooms = [generate_room(d, s, "eval") for d in DENSITY_NAMES for s in room_seeds("eval", args.pybullet_rooms)]
         planners = {"learned": lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0],
@@ -82,17 +105,21 @@ def main(argv: list[str] | None = None) -> int:
         plots.append(str(plot_results(out["pybullet"], out_dir, "navigate pybullet: success by density")))
         if args.range_shield:  # the learned level again, the range source of the shield on (the rooms unmapped for it)
             t = time.perf_counter()
-            out["pybullet_range_shield"] = evaluate_pybullet({"learned": planners["learned"]}, pb_rooms, args.skill,
+            out["pybullet_range_shield"] = evaluate_pybullet(planners, pb_rooms, args.skill,
                                                              contracts={"learned": contract}, shielded=True)
             out["pybullet_range_shield_wall_s"], out["pybullet_range_shield_load1"] = time.perf_counter() - t, load1()
-    for sim in ("batched", "pybullet", "pybullet_range_shield"):
+    sims = ("batched", "batched_range_shield", "pybullet", "pybullet_range_shield")
+    print("| simulator | planner | density | flights | success | collisions | time to goal, s | path ratio | shield: ticks "
+          "intervened, landings |")
+    for sim in sims:
         for name, r in out.get(sim, {}).items():
             for d in DENSITY_NAMES:
                 s = r["by_density"].get(d)
                 if s:
                     print(f"| {sim} | {name} | {d} | {s['episodes']} | {s['success_rate']:.3f} | {s['collision_rate']:.3f} | "
                           f"{s['mean_time_to_goal_s'] if s['mean_time_to_goal_s'] is None else round(s['mean_time_to_goal_s'], 1)} | "
-                          f"{s['mean_path_length_ratio'] if s['mean_path_length_ratio'] is None else round(s['mean_path_length_ratio'], 2)} |")
+                          f"{s['mean_path_length_ratio'] if s['mean_path_length_ratio'] is None else round(s['mean_path_length_ratio'], 2)} | "
+                          f"{shield_summary(r['episodes'], d)} |")
     inf = out["inference"]
     print(f"level inference (onnxruntime, 1 observation): p50 {inf['p50_us']:.1f} us, p99 {inf['p99_us']:.1f} us (load {inf['load1']:.1f})")
     if "pybullet" in out and "learned" in out["pybullet"]:
@@ -105,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"training: DAgger {dg['iterations']} iterations, {dg['samples']} labelled decisions (init {dg.get('init')}), "
                   f"{dg.get('wall_s', 0):.0f} s wall")
         print(f"training: PPO {tr['iterations']} iterations, {tr['decisions']} decisions; {tr['training_wall_s']:.0f} s wall in all")
-    for e in ("batched", "pybullet", "pybullet_range_shield"):
+    for e in sims:
         for r in out.get(e, {}).values():
             r.pop("episodes", None)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

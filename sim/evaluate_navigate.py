@@ -87,9 +87,22 @@ def _summaries(records: list[dict]) -> dict:
     return out
 
 
+SHIELDED_BATTERY_RANGE_V = (3.7, 4.2)
+"""The batteries of the shielded batched evaluation's airframes, open-circuit, V: a mission starts on a charged
+battery (3.7 V at rest is a 1S LiPo's nominal voltage; 4.2 V full, motors.c). The randomization's own range reaches
+3.3 V, where the shield's battery unit (3.3 V under load, debounced: shield.yaml ``battery``) holds and lands the
+robot mid-mission, as it should: a failure of no planner. Flights the shield landed are counted
+(``shield_landing``) either way."""
+
+
 def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize: bool = True,
-                     episode_length_s: float = 30.0) -> dict:
-    """Every planner flies every room once in the batched simulator. ``planners``: name -> fn(env, obs) -> actions."""
+                     episode_length_s: float = 30.0, shielded: bool = False, randomization: dict | None = None) -> dict:
+    """Every planner flies every room once in the batched simulator. ``planners``: name -> fn(env, obs) -> actions.
+
+    ``shielded``: the skill's commands go through the runtime's shield with the range source only, one per flight
+    (``sim/navigate_shield.py``: the room unmapped for it, as in PyBullet's ``--range-shield``); collisions are still
+    the simulator's own (its boxes, fence, floor and ceiling). ``randomization``: overrides of the airframes' ranges
+    (None: the goto environment's own, or with ``shielded`` its batteries from :data:`SHIELDED_BATTERY_RANGE_V`)."""
     import torch
 
     from sim.envs.nav_rooms import RoomPool
@@ -101,12 +114,20 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
     carrot = SymbolicCarrot(rooms, 1.0)
     results = {}
     for name, planner in planners.items():
-        cfg = NavigateEnvCfg(skill_path=str(skill_path), randomize=randomize, episode_length_s=episode_length_s)
+        if randomization is None:
+            randomization = {"battery_open_circuit_range_v": SHIELDED_BATTERY_RANGE_V} if shielded else {}
+        cfg = NavigateEnvCfg(skill_path=str(skill_path), randomize=randomize, episode_length_s=episode_length_s,
+                             randomization=dict(randomization))
         cfg.curriculum.enabled = False
         env = NavigateEnv(cfg, num_envs=len(rooms), seed=seed, pool=pool)
         env.forced_rooms = torch.arange(len(rooms))
-        obs = env.reset()
         finished = torch.zeros(len(rooms), dtype=torch.bool)
+        if shielded:
+            from robot_hrl.runtime import OnnxPolicy
+            from sim.navigate_shield import BatchedShield
+
+            env.shield = BatchedShield(env, rooms, OnnxPolicy(skill_path, provider="cpu"), seed=seed, active=~finished)
+        obs = env.reset()
         records: list[dict | None] = [None] * len(rooms)
         infer_s, decisions = 0.0, 0
         trail: list[torch.Tensor] = []  # (N, 2) at every decision: a time-out's last seconds say dead end or not
@@ -124,8 +145,13 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
                               "time_s": float(e["time_to_goal_s"][i]), "path_length_m": float(e["path_length_m"][i]),
                               "symbolic_length_m": carrot.lengths[i],
                               "final_distance_m": float(e["final_distance_m"][i]),
-                              "stuck": bool(e["time_out"][i]) and stuck(torch.stack(trail)[:, i].numpy(), env.decision_dt_s)}
+                              "stuck": bool(e["time_out"][i]) and stuck(torch.stack(trail)[:, i].numpy(), env.decision_dt_s),
+                              "shielded": shielded}
+                if shielded:
+                    records[i].update(env.shield.ended[i])
             finished |= dones.bool()
+            if shielded:
+                env.shield.active = ~finished
         results[name] = {"by_density": _summaries(records), "episodes": records,
                          "inference_s_per_decision_batch": infer_s / max(decisions, 1), "batch": len(rooms)}
     return results
@@ -147,35 +173,7 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
     return planners
 
 
-RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_distance_m": 0.3, "min_clearance_m": 0.05,
-                        "approach_keep_fraction": 0.5, "slowdown_distance_m": 1.0, "slowdown_ratio": 0.4,
-                        "source_timeout_s": 0.35, "obstacles_angle_rad": 0.0873, "memory_range_m": 2.0,
-                        "memory_capacity": 1024, "memory_spacing_m": 0.05, "memory_age_s": 2.0, "confirm_angle_rad": 0.1745,
-                        "clear_margin_m": 0.1}
-"""The range source's zones for the evaluation (docs/safety.md, "The shield without a map")."""
-
-
-def range_shield(policy, room, section: dict | None = None, keep_map: bool = False):
-    """The robot's shield with the ``range_obstacles`` unit for an UNMAPPED room: its world file keeps the
-    fence and drops the boxes (``keep_map``: keeps them and the ``obstacles`` unit too: both sources)."""
-    import copy
-
-    import yaml
-
-    from robot_hrl.safety import Shield
-    from robot_hrl.safety.config import parse_shield_config
-
-    robot = policy.robot
-    data = yaml.safe_load(robot.shield_config_path.read_text())
-    units = [u for u in data["units"] if keep_map or u != "obstacles"]
-    units.insert(units.index("subgoal"), "range_obstacles")
-    data["units"] = units
-    if not keep_map:
-        data.pop("obstacles", None)
-    data["range_obstacles"] = copy.deepcopy(section or RANGE_SHIELD_SECTION)
-    world = room.world if keep_map else room.world.model_copy(update={"obstacles": ()})
-    return Shield(parse_shield_config(data, "range shield"), robot, world, policy.contract.subgoal_radius_m,
-                  action=policy.contract.action)
+from sim.navigate_shield import RANGE_SHIELD_SECTION, range_shield  # noqa: E402  (the one home of both)
 
 
 def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: float = 2.0, time_limit_s: float = 30.0,
@@ -351,12 +349,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plots", default=None, help="write PNG plots into this directory")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--range-shield", action="store_true",
-                        help="PyBullet only: every planner's skill commands go through the shield with the range source "
-                             "(range_obstacles, RANGE_SHIELD_SECTION's zones; the rooms unmapped for it), fed by the rangers; "
-                             "collisions are still judged from PyBullet's contacts")
+                        help="every planner's skill commands go through the runtime's shield with the range source "
+                             "(range_obstacles, RANGE_SHIELD_SECTION's zones; the rooms unmapped for it), fed by the rangers at "
+                             "their rate; collisions are still judged from the simulator (PyBullet's contacts, the batched "
+                             "simulator's boxes)")
     args = parser.parse_args(argv)
-    if args.range_shield and args.sim != "pybullet":
-        parser.error("--range-shield needs --sim pybullet (the batched simulator has no shield)")
     import torch
 
     from robot_hrl.errors import RobotHrlError
@@ -373,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.sim == "batched":
-        results = evaluate_batched(batched_planners(session, rooms), rooms, args.skill, args.seed)
+        results = evaluate_batched(batched_planners(session, rooms), rooms, args.skill, args.seed, shielded=args.range_shield)
     else:
         from sim.navigate_baselines import reactive_potential_field
         planners = {}

@@ -24,7 +24,7 @@ import dataclasses
 
 import torch
 
-from robot_hrl.errors import ContractError
+from robot_hrl.errors import ConfigError, ContractError
 from sim.envs.frozen_skill import FrozenSkill
 from sim.envs.goto_env import GotoEnv
 from sim.envs.goto_env_cfg import GotoEnvCfg
@@ -44,9 +44,15 @@ class SkillDrivenQuadrotor:
     """N quadrotors, each flown to its subgoal by the frozen skill."""
 
     def __init__(self, skill: FrozenSkill, num_envs: int, device: str | torch.device = "cpu", seed: int = 0,
-                 randomize: bool = True, native: bool | None = None, episode_length_s: float = 1.0e4):
+                 randomize: bool = True, native: bool | None = None, episode_length_s: float = 1.0e4,
+                 randomization: dict | None = None):
         cfg = GotoEnvCfg()
         cfg.randomization.enabled = bool(randomize)
+        for name, value in (randomization or {}).items():  # (validate() below checks the ranges)
+            if not hasattr(cfg.randomization, name):
+                raise ConfigError(f"randomization override {name!r}: the goto environment has no such range "
+                                    f"(sim/envs/goto_env_cfg.py)")
+            setattr(cfg.randomization, name, tuple(value) if isinstance(value, list) else value)
         cfg.randomization.motor_time_constant_train_range_s = None
         cfg.curriculum.enabled = False
         cfg.command.episode_length_s = float(episode_length_s)
@@ -108,8 +114,11 @@ class SkillDrivenQuadrotor:
         self._env_obs = None
 
     @torch.no_grad()
-    def step(self, subgoal_w: torch.Tensor) -> torch.Tensor:
-        """One control period of the skill towards ``subgoal_w`` (N, 3); returns the goto env's crash ends (N,) bool."""
+    def step(self, subgoal_w: torch.Tensor, action_filter=None) -> torch.Tensor:
+        """One control period of the skill towards ``subgoal_w`` (N, 3); returns the goto env's crash ends (N,) bool.
+
+        ``action_filter``: the skill's normalized actions (N, A) -> the actions applied (a shield in the loop,
+        ``sim/navigate_shield.py``); the skill still observes its own last action, as the runtime's policy does."""
         if self._env_obs is None:
             if self.subgoal_change_m is not None:  # a subgoal moved: its integral starts again (as the runtime's)
                 moved = (subgoal_w - self.env.goal_w).abs().amax(dim=-1) > self.subgoal_change_m
@@ -119,8 +128,10 @@ class SkillDrivenQuadrotor:
         else:
             obs = self._env_obs
         actions = self.skill(obs)
-        out, _, dones, _ = self.env.step(actions)
-        self._env_obs = out["policy"] if self.reuse_env_observation else None
+        applied = actions if action_filter is None else action_filter(actions)
+        out, _, dones, _ = self.env.step(applied)
+        # (the goto step's own observation holds the APPLIED last action: built from the contract when they differ)
+        self._env_obs = out["policy"] if self.reuse_env_observation and action_filter is None else None
         self.skill_last_action = actions
         crashed = dones.bool()
         if crashed.any():

@@ -66,7 +66,8 @@ class NavigateEnv(VecEnv):
         self.low_steps = int(round(ratio))
         self.decision_dt_s = 1.0 / cfg.decision_rate_hz
         self.max_episode_length = int(round(cfg.episode_length_s * cfg.decision_rate_hz))
-        self.low = SkillDrivenQuadrotor(self.skill, self.num_envs, self.device, seed, cfg.randomize, cfg.native)
+        self.low = SkillDrivenQuadrotor(self.skill, self.num_envs, self.device, seed, cfg.randomize, cfg.native,
+                                       randomization=cfg.randomization)
         self.robot = self.low.robot
         self.sensors = robot_range_sensors(self.robot)
         if not self.sensors:
@@ -118,6 +119,9 @@ class NavigateEnv(VecEnv):
         self._window: list[float] = []
         self.forced_rooms: torch.Tensor | None = None
         """Evaluation: when set (N,), episode k of env i runs room forced_rooms[i] (reset picks it)."""
+        self.shield = None
+        """Evaluation: a shield between the skill and the physics (``sim.navigate_shield.BatchedShield``: the runtime's
+        shield per environment, reset with each episode); None: the level and the skill alone (training)."""
         self._reset_envs(torch.arange(n, device=self.device))
         self._obs = self._observations(torch.arange(n, device=self.device))
 
@@ -149,6 +153,8 @@ class NavigateEnv(VecEnv):
         self.subgoal_w = torch.cat((low.position_w[:, :2] + yaw_to_world(a, yaw),
                                     torch.full((self.num_envs, 1), self.cfg.flight_height_m, device=self.device)), dim=-1)
         low.new_subgoal()
+        shield = self.shield
+        flown_w = self.subgoal_w if shield is None else shield.subgoals(self, self.subgoal_w)
         ended = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         success = torch.zeros_like(ended)
         collided = torch.zeros_like(ended)
@@ -162,7 +168,11 @@ class NavigateEnv(VecEnv):
         ground = torch.zeros_like(ended)
         fell = torch.zeros_like(ended)
         for k in range(self.low_steps):
-            ground |= low.step(self.subgoal_w)
+            if shield is None:
+                ground |= low.step(flown_w)
+            else:
+                ground |= low.step(flown_w, lambda a, k=k: shield.actions(self, k, a))
+                shield.after_step(self, k)
             if (k + 1) % self.memory_every == 0:
                 self._sense()  # the rangers at their rate: the memory, and the rewards' proximity at the last one
                 if self.memory is not None:
@@ -272,6 +282,8 @@ class NavigateEnv(VecEnv):
         self.potential[ids] = self.pool.geodesic_at(rooms, start[:, :2])
         if self.memory is not None:
             self.memory.reset(ids)
+        if self.shield is not None:
+            self.shield.reset(self, ids)
 
     def _proximity_distance(self, lo, hi, valid, room_lo, room_hi) -> torch.Tensor:
         """(N,) the distance the proximity reward judges (``cfg.rewards.proximity_source``)."""

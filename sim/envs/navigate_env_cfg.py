@@ -74,6 +74,9 @@ class NavigateEnvCfg:
     range_noise: bool = True
     randomize: bool = True
     """The goto environment's domain randomization (mass, motors, latency, disturbances, observation noise)."""
+    randomization: dict = field(default_factory=dict)
+    """Overrides of the goto environment's randomization ranges (``GotoEnvCfg.randomization`` field -> value), e.g. the
+    shielded evaluation's ``{"battery_open_circuit_range_v": (3.7, 4.2)}``; empty: the goto environment's own."""
     random_yaw: bool = True
     """Start yaw uniform in [-pi, pi] (the rangers turn with the body); False: yaw 0."""
     rooms_per_density: int = 300

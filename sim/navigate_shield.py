@@ -1,0 +1,190 @@
+"""The shield in the loop of the batched navigation simulator: the runtime's own ``Shield``, one per environment.
+
+The node graph flies the learned level with the skill node's shield on (``range_shield: true``); PyBullet's
+evaluation does too (``sim/evaluate_navigate.py --sim pybullet --range-shield``). This module puts the same shield
+between the frozen goto skill and the batched physics (``NavigateEnv.shield``), so the batched evaluation can judge a
+level as it flies: every environment carries its own single-sample :class:`robot_hrl.safety.Shield` (the runtime
+code, called in a Python loop, as ``sim/safety_eval.py`` does), built by :func:`range_shield` for an UNMAPPED room
+(the fence and the range source; the boxes are unknown to it). It is no twin of the shield: there is one shield.
+
+What it is fed, as in PyBullet's shielded flight (``fly_pybullet``): the true state every control tick (the skill
+node's ``/odom`` in simulation), the measured battery voltage, every subgoal at each decision
+(``Shield.filter_subgoal``), and the horizontal rangers at their own rate (10 Hz: ``max(update_rate_hz)``), read
+from the batched ray casts with their own noise stream (the level's readings are left exactly as without the shield).
+The skill observes its own last action, as the runtime's ``OnnxPolicy`` does.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_distance_m": 0.3, "min_clearance_m": 0.05,
+                        "approach_keep_fraction": 0.5, "slowdown_distance_m": 1.0, "slowdown_ratio": 0.4,
+                        "source_timeout_s": 0.35, "obstacles_angle_rad": 0.0873, "memory_range_m": 2.0,
+                        "memory_capacity": 1024, "memory_spacing_m": 0.05, "memory_age_s": 2.0, "confirm_angle_rad": 0.1745,
+                        "clear_margin_m": 0.1}
+"""The range source's zones for the evaluation (docs/safety.md, "The shield without a map"); the skill node's
+``shield_ranges.yaml`` holds the same (tests/test_planner_learned.py checks it)."""
+
+
+def range_shield(policy, room, section: dict | None = None, keep_map: bool = False):
+    """The robot's shield with the ``range_obstacles`` unit for an UNMAPPED room: its world file keeps the
+    fence and drops the boxes (``keep_map``: keeps them and the ``obstacles`` unit too: both sources).
+    ``policy``: anything with ``robot`` and ``contract`` (``subgoal_radius_m``, ``action``): the goto skill."""
+    import yaml
+
+    from robot_hrl.safety import Shield
+    from robot_hrl.safety.config import parse_shield_config
+
+    robot = policy.robot
+    data = yaml.safe_load(robot.shield_config_path.read_text())
+    units = [u for u in data["units"] if keep_map or u != "obstacles"]
+    units.insert(units.index("subgoal"), "range_obstacles")
+    data["units"] = units
+    if not keep_map:
+        data.pop("obstacles", None)
+    data["range_obstacles"] = copy.deepcopy(section or RANGE_SHIELD_SECTION)
+    world = room.world if keep_map else room.world.model_copy(update={"obstacles": ()})
+    return Shield(parse_shield_config(data, "range shield"), robot, world, policy.contract.subgoal_radius_m,
+                  action=policy.contract.action)
+
+
+@dataclass
+class ShieldTally:
+    """What the shields did, per environment (since its episode started)."""
+
+    interventions: list = field(default_factory=list)
+    """Per environment: {'unit.constraint': records}."""
+    intervention_ticks: list = field(default_factory=list)
+    """Per environment: control ticks on which any unit acted."""
+    ticks: list = field(default_factory=list)
+    """Per environment: control ticks through the shield."""
+    landing: list = field(default_factory=list)
+    """Per environment: the shield commanded a landing (backup_land or motors_off) at some tick."""
+
+
+class BatchedShield:
+    """One runtime shield per environment of a :class:`sim.envs.navigate_env.NavigateEnv` (the ``env.shield`` hook).
+
+    ``rooms``: the room of each pool index (``env.pool``'s order); ``skill``: the goto skill's runtime policy (its
+    robot, subgoal radius and action mapping); ``active``: (N,) bool, environments whose shield runs (the others pass
+    the skill's actions through: an evaluation's finished flights); ``seed``: the shield's ranger noise stream."""
+
+    def __init__(self, env, rooms, skill, section: dict | None = None, seed: int = 0, active: torch.Tensor | None = None):
+        from robot_hrl.sensing import robot_range_sensors
+
+        self.rooms = list(rooms)
+        self.skill = skill
+        self.section = section
+        n = env.num_envs
+        self.shields: list = [None] * n
+        self.active = torch.ones(n, dtype=torch.bool) if active is None else active
+        sensors = robot_range_sensors(skill.robot)
+        names = [s.name for s in env.sensors]
+        if names != [s.name for s in sensors]:
+            raise ValueError(f"the simulator's rangers {names} are not the skill's robot's {[s.name for s in sensors]}")
+        self.sensor_names = names
+        self.listened = [i for i, s in enumerate(names) if s in (section or RANGE_SHIELD_SECTION)["sensors"]]
+        control_hz = float(skill.contract.control_rate_hz)
+        self.sense_every = int(round(control_hz / max(s.update_rate_hz for s in sensors)))
+        self.dt_s = 1.0 / control_hz
+        self.generator = torch.Generator(device=env.device).manual_seed(seed + 7)
+        self.tally = ShieldTally([{} for _ in range(n)], [0] * n, [0] * n, [False] * n)
+        self.ended: list[dict | None] = [None] * n
+        """Per environment: the tally of its last ended episode (``interventions``, ``intervention_ticks``,
+        ``shield_ticks``, ``shield_landing``); the episode's own ``tally`` restarts with the next one."""
+        self.flown_w: torch.Tensor | None = None
+        """The subgoals the skill flies since the last decision (after the subgoal filter)."""
+        self._battery_rows = None
+        low = env.low.env
+        if any(name == "battery_voltage_v" for name, _, _ in low.layout.state):
+            self._battery_rows = low.layout.rows("battery_voltage_v")
+
+    # ---- the NavigateEnv hook --------------------------------------------------------------
+    def reset(self, env, ids: torch.Tensor) -> None:
+        """Environments ``ids`` start an episode: a fresh shield each (the active ones), fed its first ranger readings."""
+        ids = ids[self.active[ids]]
+        t = self.tally
+        for i in ids.tolist():
+            if self.shields[i] is not None:  # the episode that just ended
+                self.ended[i] = {"interventions": t.interventions[i], "intervention_ticks": t.intervention_ticks[i],
+                                 "shield_ticks": t.ticks[i], "shield_landing": t.landing[i]}
+            self.shields[i] = range_shield(self.skill, self.rooms[int(env.room[i])], self.section)
+            t.interventions[i], t.intervention_ticks[i], t.ticks[i], t.landing[i] = {}, 0, 0, False
+        self._feed(env, ids, 0)
+
+    def subgoals(self, env, subgoal_w: torch.Tensor) -> torch.Tensor:
+        """A decision's subgoals through each shield's subgoal filter (as the skill node takes ``/subgoal``)."""
+        out = subgoal_w.clone()
+        self.flown_w = out
+        pos = env.low.position_w.double().numpy()
+        sg = subgoal_w.double().numpy()
+        now = self._now(env, 0)
+        for i in torch.nonzero(self.active).squeeze(-1).tolist():
+            safe, records = self.shields[i].filter_subgoal(sg[i], pos[i], float(now[i]))
+            self._count(i, records)
+            out[i] = torch.as_tensor(np.asarray(safe, dtype=np.float64), dtype=out.dtype)
+        return out
+
+    def actions(self, env, k: int, actions: torch.Tensor) -> torch.Tensor:
+        """Control step ``k`` of a decision: the skill's normalized actions through each shield."""
+        from robot_hrl.safety import ShieldInput
+        from robot_hrl.state import RobotState
+
+        low = env.low.env
+        pos, quat = low.position_w.double().numpy(), low.quat_wxyz.double().numpy()
+        vel, omega = low.linear_velocity_w.double().numpy(), low.angular_velocity_b.double().numpy()
+        act = actions.double().numpy()
+        goal = self.flown_w.double().numpy()
+        volts = None if self._battery_rows is None else low._state[self._battery_rows][0].double().numpy()
+        now = self._now(env, k)
+        out = actions.clone()
+        for i in torch.nonzero(self.active).squeeze(-1).tolist():
+            t = float(now[i])
+            o = self.shields[i].step(ShieldInput(now_s=t, state=RobotState(pos[i], quat[i], vel[i], omega[i], t),
+                                                 actions=act[i], subgoal_w=goal[i],
+                                                 battery_v=None if volts is None else float(volts[i])))
+            self.tally.ticks[i] += 1
+            if o.interventions:
+                self.tally.intervention_ticks[i] += 1
+                self._count(i, o.interventions)
+            if o.mode in ("backup_land", "motors_off"):
+                self.tally.landing[i] = True
+            out[i] = torch.as_tensor(np.asarray(o.actions, dtype=np.float64), dtype=out.dtype)
+        return out
+
+    def after_step(self, env, k: int) -> None:
+        """After control step ``k``: the rangers at their own rate."""
+        if (k + 1) % self.sense_every == 0:
+            self._feed(env, torch.nonzero(self.active).squeeze(-1), k + 1)
+
+    # ---- internals -------------------------------------------------------------------------
+    def _now(self, env, k: int) -> np.ndarray:
+        """Each environment's time since its episode started, s (the shield's clock)."""
+        return env.episode_length_buf.double().numpy() * env.decision_dt_s + k * self.dt_s
+
+    def _feed(self, env, ids: torch.Tensor, k: int) -> None:
+        if ids.numel() == 0:
+            return
+        low = env.low
+        r = env.room[ids]
+        pool = env.pool
+        true = env.rangers.true_ranges(low.position_w[ids], low.quat_wxyz[ids], pool.box_lower[r], pool.box_upper[r],
+                                       pool.box_valid[r], pool.room_lower[r], pool.room_upper[r])
+        reading = env.rangers.readings(true, self.generator, noise=env.cfg.range_noise).double().numpy()
+        now = self._now(env, k)
+        for row, i in enumerate(ids.tolist()):
+            unit = self.shields[i].unit("range_obstacles")
+            for j in self.listened:
+                unit.update(self.sensor_names[j], float(reading[row, j]), float(now[i]))
+
+    def _count(self, i: int, records) -> None:
+        d = self.tally.interventions[i]
+        for rec in records:
+            key = f"{rec.unit}.{rec.constraint}"
+            d[key] = d.get(key, 0) + 1
+
