@@ -145,6 +145,8 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
                               "time_s": float(e["time_to_goal_s"][i]), "path_length_m": float(e["path_length_m"][i]),
                               "symbolic_length_m": carrot.lengths[i],
                               "final_distance_m": float(e["final_distance_m"][i]),
+                              "end_position_w": [float(x) for x in e["end_position_w"][i]],
+                              "ground_contact": bool(e["ground_contact"][i]),
                               "stuck": bool(e["time_out"][i]) and stuck(torch.stack(trail)[:, i].numpy(), env.decision_dt_s),
                               "shielded": shielded}
                 if shielded:
