@@ -63,9 +63,23 @@ def test_numpy_and_torch_twins_agree_step_by_step(seed):
             theirs.reset(torch.from_numpy(ids))
         np.testing.assert_array_equal(ours.count, theirs.count.numpy(), err_msg=f"step {step}")
         np.testing.assert_allclose(ours.points_w, theirs.points_w.numpy(), atol=1e-9, err_msg=f"step {step}")
-        np.testing.assert_allclose(ours.sectors(pos, quat), theirs.sectors(torch.from_numpy(pos), torch.from_numpy(quat)).numpy(),
-                                   atol=1e-9, err_msg=f"step {step}")
+        _assert_sectors_agree(ours.sectors(pos, quat), theirs.sectors(torch.from_numpy(pos), torch.from_numpy(quat)).numpy(),
+                              f"step {step}")
     assert ours.count.max() > spec.capacity  # the ring wrapped
+
+
+def _assert_sectors_agree(a: np.ndarray, b: np.ndarray, where: str) -> None:
+    """The twins' sectors agree to 1e-9, except where a point lies ON the boundary of two adjacent sectors: then the
+    last bit of the yaw (numpy's and torch's trigonometry differ by an ulp) puts it on either side. With an odd sector
+    count a boundary lies on the back ranger's axis, where every hit straight behind sits (seed 2: 9 sectors; found by
+    CI on numpy 2.4.6). Such a tie swaps the point between the two sectors, so their minimum still agrees."""
+    k = a.shape[1]
+    for row in range(a.shape[0]):
+        bad = np.flatnonzero(~np.isclose(a[row], b[row], rtol=0.0, atol=1e-9))
+        if bad.size == 0:
+            continue
+        assert bad.size == 2 and (bad[1] - bad[0]) % k in (1, k - 1), (where, row, bad, a[row], b[row])
+        assert math.isclose(a[row, bad].min(), b[row, bad].min(), abs_tol=1e-9), (where, row, a[row], b[row])
 
 
 def test_float32_torch_twin_reads_the_same_sectors():
