@@ -189,3 +189,44 @@ def test_the_reaction_time_grows_with_the_tilt_and_the_spool_up():
 
 def m_cfg_tilt() -> float:
     return load_shield_config().backup.max_tilt_deg
+
+
+def test_the_rate_stops_through_the_motor_lag_not_after_a_dead_time():
+    """The tilt the body reaches before its roll/pitch rate is stopped (``rate_stop_angle_rad``, the second thrust axis
+    of ``thrust_axes``): the deceleration arrives through the slowest motor's first-order lag after the tick and the
+    latency. Issue #16 at cruise height: the dead-time form ``w (delay + T) + w^2 / 2 alpha`` predicted 0.57 rad (33 deg)
+    beyond the tilt now at 3 rad/s, the lag 0.31 rad; the navigating robot flies at 1-5 rad/s."""
+    from robot_hrl.robots.quadrotor.shield.model import rate_stop_angle_rad
+
+    # without a lag: the delay, then the full deceleration: 2 rad/s x 0.02 s + 2^2 / (2 x 100) = 0.04 + 0.02 = 0.06 rad
+    assert math.isclose(rate_stop_angle_rad(2.0, 100.0, 1e-6, 0.02), 0.06, rel_tol=1e-4)
+    assert rate_stop_angle_rad(0.0, 72.7, 0.15, 0.02) == 0.0
+    # against the ODE integrated by hand: w' = -alpha (1 - exp(-s / T)) after the delay, angle' = w until w = 0
+    for w0, alpha, lag, delay in ((3.0, 72.7, 0.15, 0.02), (0.5, 72.7, 0.15, 0.02), (6.0, 50.0, 0.05, 0.01), (5.0, 72.7, 0.02, 0.02)):
+        ds, s, w, angle = 1e-6, 0.0, w0, w0 * delay
+        while w > 0.0:
+            angle += w * ds
+            s += ds
+            w -= alpha * (1.0 - math.exp(-s / lag)) * ds
+        got = rate_stop_angle_rad(w0, alpha, lag, delay)
+        assert abs(got - angle) < 1e-5, (w0, alpha, lag, delay, got, angle)
+        # never more than the dead-time form it replaced (the lag always delivers at least as much deceleration)
+        assert got <= w0 * (delay + lag) + w0 * w0 / (2.0 * alpha) + 1e-12
+    assert abs(rate_stop_angle_rad(3.0, 72.7, 0.15, 0.02) - 0.3054) < 5e-4
+
+
+def test_the_thrust_axis_turns_by_the_rate_stop_angle():
+    """The second thrust axis is the body z turned about the rate's horizontal body axis by exactly that angle (it was a
+    first-order step, renormalized: atan of the angle, 45 deg for 1 rad)."""
+    from robot_hrl.robots.quadrotor.shield.model import rate_stop_angle_rad
+
+    m = _shield(None).model
+    level = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    phi = rate_stop_angle_rad(6.0, m.tilt_alpha, m.design_motor_tau, m.descent_dead_time_s)
+    assert phi > 0.7  # large enough that a first-order step would show: atan(phi) < phi
+    c, d = thrust_axes(m, level, [0.0, 6.0, 0.0])  # pitching nose down: body z turns toward +x
+    assert c == (0.0, 0.0, 1.0)
+    assert math.isclose(d[0], math.sin(phi), abs_tol=1e-12) and abs(d[1]) < 1e-12 and math.isclose(d[2], math.cos(phi), abs_tol=1e-12)
+    c, d = thrust_axes(m, level, [6.0, 0.0, 0.0])  # rolling right: body z turns toward -y
+    assert math.isclose(d[1], -math.sin(phi), abs_tol=1e-12) and math.isclose(d[2], math.cos(phi), abs_tol=1e-12)
+    assert thrust_axes(m, level, [0.0, 0.0, 3.0])[1] == (0.0, 0.0, 1.0)  # a yaw rate does not tilt
