@@ -552,62 +552,15 @@ class DynamicsModel:
         return d if d > s_0 else s_0
 
 
-RATE_STOP_NEWTON_TOL_S = 1e-12
-"""Newton's tolerance on the rate's stopping time in :func:`rate_stop_angle_rad` (s; the angle's error is second
-order in it: the angle is stationary where the rate stops)."""
-
-
-def rate_stop_angle_rad(rate_rps: float, alpha_rps2: float, lag_s: float, delay_s: float) -> float:
-    """How far (rad) a body turning at ``rate_rps`` (>= 0) keeps turning before its rate is stopped by a torque that
-    decelerates it at ``alpha_rps2`` once it has arrived through a first-order motor lag ``lag_s`` after a pure delay
-    ``delay_s`` (the tick and the actuation latency), the torque in the motors before that taken as zero.
-
-    After the delay the deceleration is ``alpha (1 - exp(-s / T))``, so the rate is ``w0 - alpha g(s)`` with
-    ``g(s) = s - T (1 - exp(-s / T))`` and the angle ``w0 (delay + s) - alpha G(s)``, ``G(s) = s^2 / 2 - T s +
-    T^2 (1 - exp(-s / T))``, up to the stop ``s*``: ``alpha g(s*) = w0`` (g is increasing and convex: Newton from
-    the dead-time solution ``T + w0 / alpha``, which lies above ``s*``, converges from above).
-
-    The dead-time form it replaces, ``w0 (delay + T) + w0^2 / (2 alpha)``, is the same response with the lag
-    replaced by a pure delay ``T``: since ``T (1 - exp(-s / T)) <= T``, ``g(s) >= s - T`` for every ``s``, so the
-    lagged rate is never above the delayed one and this angle is never larger (equal only in the limit of a rate
-    that takes many ``T`` to stop). With the randomization's slowest motor (0.15 s) the rate of 1-5 rad/s a
-    navigating robot flies with stops within 0.07-0.17 s, long before the lag has settled: at 3 rad/s with half the
-    torque authority (72.7 rad/s^2) 0.28 rad instead of 0.57 (issue #16, the floor at cruise height)."""
-    if rate_rps <= 0.0:
-        return 0.0
-    T, a, w0 = lag_s, alpha_rps2, rate_rps
-    s = T + w0 / a  # the dead-time stop: above s* (g(s) >= s - T)
-    for _ in range(60):
-        e = math.exp(-s / T)
-        f = a * (s - T * (1.0 - e)) - w0
-        d = a * (1.0 - e)
-        if d <= 0.0:
-            break
-        step = f / d
-        s -= step
-        if step < RATE_STOP_NEWTON_TOL_S:
-            break
-    if s < 0.0:
-        s = 0.0
-    return w0 * (delay_s + s) - a * (0.5 * s * s - T * s + T * T * (1.0 - math.exp(-s / T)))
-
-
 def thrust_axes(m: DynamicsModel, r, w) -> tuple[tuple, tuple]:
-    """(body z now, body z once the body rates are stopped: the tick and the latency, then ``m.tilt_alpha`` through
-    the slowest motor's first-order lag, :func:`rate_stop_angle_rad`), world frame: the two thrust axes the stopping
-    predictions take the worst of. The body z axis is turned about the horizontal body axis of the roll and pitch
-    rate by that angle (exactly: ``z cos(phi) + (n x z) sin(phi)``)."""
+    """(body z now, body z once the body rates are stopped: the motor lag, then ``m.tilt_alpha``), world frame:
+    the two thrust axes the stopping predictions take the worst of."""
     w0, w1 = w[0], w[1]
+    tp = m.tilt_lag + math.sqrt(w0 * w0 + w1 * w1) / (2.0 * m.tilt_alpha)
     c = (r[2], r[5], r[8])
-    rate = math.sqrt(w0 * w0 + w1 * w1)
-    if rate <= 0.0:
-        return c, c
-    phi = rate_stop_angle_rad(rate, m.tilt_alpha, m.design_motor_tau, m.descent_dead_time_s)
-    cp, sp = math.cos(phi), math.sin(phi) / rate
-    # n x z in the world: R (w1, -w0, 0) / |w| (unit, perpendicular to body z)
-    qx = cp * r[2] + sp * (w1 * r[0] - w0 * r[1])
-    qy = cp * r[5] + sp * (w1 * r[3] - w0 * r[4])
-    qz = cp * r[8] + sp * (w1 * r[6] - w0 * r[7])
+    qx = r[2] + tp * (w1 * r[0] - w0 * r[1])
+    qy = r[5] + tp * (w1 * r[3] - w0 * r[4])
+    qz = r[8] + tp * (w1 * r[6] - w0 * r[7])
     n = math.sqrt(qx * qx + qy * qy + qz * qz)
     return c, (qx / n, qy / n, qz / n)
 
