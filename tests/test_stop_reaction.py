@@ -182,7 +182,20 @@ def test_the_reaction_time_grows_with_the_tilt_and_the_spool_up():
     inside = math.cos(m.level_tilt_rad * 0.99)
     assert descent_reaction_time(m, inside, level, 0.0) == t_rest
     beyond = [descent_reaction_time(m, math.cos(math.radians(t)), level, 0.0) for t in (30.0, 40.0, 50.0, 60.0)]
-    assert beyond[0] >= t_rest + m.tilt_lag and all(a < b for a, b in zip(beyond, beyond[1:]))
+    # the levelling adds at least the torque's own lag (the motor's) on top of the tick and the latency, counted once
+    assert beyond[0] >= t_rest - m.descent_dead_time_s + m.tilt_lag and all(a < b for a, b in zip(beyond, beyond[1:]))
+    # the levelling's clock starts now: 30 deg at rest, level level_time_s after now, then the spool-up from rest
+    from robot_hrl.robots.quadrotor.shield.model import level_time_s
+    c30 = math.cos(math.radians(30.0))
+    assert math.isclose(beyond[0], level_time_s(m, c30, level) + 1.5 * tm)
+    # by hand (the shipped YAML: T_m 0.15 s, tick 0.01 s, latency 0.01 s): level and at rest 0.01 + 0.01 + 1.5 x 0.15 =
+    # 0.245 s; from 40 deg at rest, no rate: the torque lag 0.15 + 0.01 + 0.01 = 0.17 s, the tilt beyond the brake's
+    # taken out at alpha, then the spool-up from rest 0.225 s, and nothing else (was 0.02 s more)
+    assert math.isclose(t_rest, 0.245, abs_tol=1e-12)
+    assert math.isclose(m.tilt_lag, 0.17, abs_tol=1e-12)
+    delta = math.radians(40.0) - m.level_tilt_rad
+    assert math.isclose(beyond[1], 0.17 + 2.0 * math.sqrt(delta / m.tilt_alpha) + 0.225, abs_tol=1e-12)
+    assert level_time_s(m, c30, level) >= m.tilt_lag > m.descent_dead_time_s
     assert descent_reaction_time(m, math.cos(math.radians(40.0)), [3.0, 0.0, 0.0], 0.0) > beyond[1]
     assert 0.0 < m.level_tilt_rad <= math.radians(m_cfg_tilt()) + 1e-12
 

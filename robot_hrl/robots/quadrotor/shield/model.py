@@ -690,8 +690,14 @@ def descent_reaction_time(m: DynamicsModel, cz: float, w, thrust_n: float) -> fl
     (``m.descent_dead_time_s``), levelling the body from its worst tilt (:func:`level_time_s`), then the rotors'
     spool-up from the weaker of the commanded and estimated thrusts (:func:`spool_dead_time_s`), in series (the
     backup's thrust at a large tilt is only the projection of its thrust vector: the spool-up is counted after the
-    levelling, from the thrust before it)."""
-    return m.descent_dead_time_s + level_time_s(m, cz, w) + spool_dead_time_s(m, thrust_n)
+    levelling, from the thrust before it).
+
+    The levelling time is counted from now and already holds the tick and the latency (its torque lag
+    ``m.tilt_lag`` = the design motor lag + the tick + the latency: the backup's first torque command leaves after the
+    judged tick and reaches the motors after the latency), so the dead time is added only without a levelling: the
+    reaction ends at the later of the two, and the levelling's is never the earlier (it was counted twice, 0.02 s)."""
+    level = level_time_s(m, cz, w)
+    return (level if level > m.descent_dead_time_s else m.descent_dead_time_s) + spool_dead_time_s(m, thrust_n)
 
 
 def stopping_box(m: DynamicsModel, p, v, r, w, thrust_a: float, thrust_b: float) -> tuple:
