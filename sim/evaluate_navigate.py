@@ -113,9 +113,9 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
     pool = RoomPool.from_rooms(rooms)
     carrot = SymbolicCarrot(rooms, 1.0)
     results = {}
+    if randomization is None:
+        randomization = {"battery_open_circuit_range_v": SHIELDED_BATTERY_RANGE_V} if shielded else {}
     for name, planner in planners.items():
-        if randomization is None:
-            randomization = {"battery_open_circuit_range_v": SHIELDED_BATTERY_RANGE_V} if shielded else {}
         cfg = NavigateEnvCfg(skill_path=str(skill_path), randomize=randomize, episode_length_s=episode_length_s,
                              randomization=dict(randomization))
         cfg.curriculum.enabled = False

@@ -17,8 +17,6 @@ The skill observes its own last action, as the runtime's ``OnnxPolicy`` does.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-
 import numpy as np
 import torch
 
@@ -31,16 +29,14 @@ RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_dis
 ``shield_ranges.yaml`` holds the same (tests/test_planner_learned.py checks it)."""
 
 
-def range_shield(policy, room, section: dict | None = None, keep_map: bool = False):
-    """The robot's shield with the ``range_obstacles`` unit for an UNMAPPED room: its world file keeps the
-    fence and drops the boxes (``keep_map``: keeps them and the ``obstacles`` unit too: both sources).
-    ``policy``: anything with ``robot`` and ``contract`` (``subgoal_radius_m``, ``action``): the goto skill."""
+def range_shield_config(robot, section: dict | None = None, keep_map: bool = False):
+    """The robot's shield config with the ``range_obstacles`` unit (``section``: its zones, default
+    :data:`RANGE_SHIELD_SECTION`) listed before ``subgoal``; without ``keep_map`` the map's ``obstacles`` unit is left
+    out (an unmapped room)."""
     import yaml
 
-    from robot_hrl.safety import Shield
     from robot_hrl.safety.config import parse_shield_config
 
-    robot = policy.robot
     data = yaml.safe_load(robot.shield_config_path.read_text())
     units = [u for u in data["units"] if keep_map or u != "obstacles"]
     units.insert(units.index("subgoal"), "range_obstacles")
@@ -48,23 +44,24 @@ def range_shield(policy, room, section: dict | None = None, keep_map: bool = Fal
     if not keep_map:
         data.pop("obstacles", None)
     data["range_obstacles"] = copy.deepcopy(section or RANGE_SHIELD_SECTION)
+    return parse_shield_config(data, "range shield")
+
+
+def range_shield(policy, room, section: dict | None = None, keep_map: bool = False, config=None):
+    """The robot's shield with the ``range_obstacles`` unit for an UNMAPPED room: its world file keeps the
+    fence and drops the boxes (``keep_map``: keeps them and the ``obstacles`` unit too: both sources).
+    ``policy``: anything with ``robot`` and ``contract`` (``subgoal_radius_m``, ``action``): the goto skill.
+    ``config``: :func:`range_shield_config`'s result, when the caller builds many shields from one."""
+    from robot_hrl.safety import Shield
+
+    config = config if config is not None else range_shield_config(policy.robot, section, keep_map)
     world = room.world if keep_map else room.world.model_copy(update={"obstacles": ()})
-    return Shield(parse_shield_config(data, "range shield"), robot, world, policy.contract.subgoal_radius_m,
-                  action=policy.contract.action)
+    return Shield(config, policy.robot, world, policy.contract.subgoal_radius_m, action=policy.contract.action)
 
 
-@dataclass
-class ShieldTally:
-    """What the shields did, per environment (since its episode started)."""
-
-    interventions: list = field(default_factory=list)
-    """Per environment: {'unit.constraint': records}."""
-    intervention_ticks: list = field(default_factory=list)
-    """Per environment: control ticks on which any unit acted."""
-    ticks: list = field(default_factory=list)
-    """Per environment: control ticks through the shield."""
-    landing: list = field(default_factory=list)
-    """Per environment: the shield commanded a landing (backup_land or motors_off) at some tick."""
+def _new_flight() -> dict:
+    """What one flight's shield did (the keys the evaluation's records carry)."""
+    return {"interventions": {}, "intervention_ticks": 0, "shield_ticks": 0, "shield_landing": False}
 
 
 class BatchedShield:
@@ -79,7 +76,8 @@ class BatchedShield:
 
         self.rooms = list(rooms)
         self.skill = skill
-        self.section = section
+        self.config = range_shield_config(skill.robot, section)
+        """Parsed once; each flight's shield is built from it."""
         n = env.num_envs
         self.shields: list = [None] * n
         self.active = torch.ones(n, dtype=torch.bool) if active is None else active
@@ -87,75 +85,71 @@ class BatchedShield:
         names = [s.name for s in env.sensors]
         if names != [s.name for s in sensors]:
             raise ValueError(f"the simulator's rangers {names} are not the skill's robot's {[s.name for s in sensors]}")
-        self.sensor_names = names
-        self.listened = [i for i, s in enumerate(names) if s in (section or RANGE_SHIELD_SECTION)["sensors"]]
+        self.listened = [(j, name) for j, name in enumerate(names) if name in self.config.range_obstacles.sensors]
         control_hz = float(skill.contract.control_rate_hz)
         self.sense_every = int(round(control_hz / max(s.update_rate_hz for s in sensors)))
         self.dt_s = 1.0 / control_hz
         self.generator = torch.Generator(device=env.device).manual_seed(seed + 7)
-        self.tally = ShieldTally([{} for _ in range(n)], [0] * n, [0] * n, [False] * n)
+        self.flights: list[dict] = [_new_flight() for _ in range(n)]
+        """Per environment: what its shield did since its episode started (:func:`_new_flight`'s keys)."""
         self.ended: list[dict | None] = [None] * n
-        """Per environment: the tally of its last ended episode (``interventions``, ``intervention_ticks``,
-        ``shield_ticks``, ``shield_landing``); the episode's own ``tally`` restarts with the next one."""
+        """Per environment: ``flights[i]`` of its last ended episode."""
         self.flown_w: torch.Tensor | None = None
         """The subgoals the skill flies since the last decision (after the subgoal filter)."""
-        self._battery_rows = None
         low = env.low.env
-        if any(name == "battery_voltage_v" for name, _, _ in low.layout.state):
-            self._battery_rows = low.layout.rows("battery_voltage_v")
+        self._battery_rows = (low.layout.rows("battery_voltage_v")
+                              if any(name == "battery_voltage_v" for name, _, _ in low.layout.state) else None)
 
     # ---- the NavigateEnv hook --------------------------------------------------------------
     def reset(self, env, ids: torch.Tensor) -> None:
         """Environments ``ids`` start an episode: a fresh shield each (the active ones), fed its first ranger readings."""
         ids = ids[self.active[ids]]
-        t = self.tally
         for i in ids.tolist():
             if self.shields[i] is not None:  # the episode that just ended
-                self.ended[i] = {"interventions": t.interventions[i], "intervention_ticks": t.intervention_ticks[i],
-                                 "shield_ticks": t.ticks[i], "shield_landing": t.landing[i]}
-            self.shields[i] = range_shield(self.skill, self.rooms[int(env.room[i])], self.section)
-            t.interventions[i], t.intervention_ticks[i], t.ticks[i], t.landing[i] = {}, 0, 0, False
+                self.ended[i] = self.flights[i]
+            self.shields[i] = range_shield(self.skill, self.rooms[int(env.room[i])], config=self.config)
+            self.flights[i] = _new_flight()
         self._feed(env, ids, 0)
 
     def subgoals(self, env, subgoal_w: torch.Tensor) -> torch.Tensor:
         """A decision's subgoals through each shield's subgoal filter (as the skill node takes ``/subgoal``)."""
-        out = subgoal_w.clone()
-        self.flown_w = out
         pos = env.low.position_w.double().numpy()
-        sg = subgoal_w.double().numpy()
+        out = subgoal_w.double().numpy()  # (a copy: rows are replaced by the filtered subgoals)
         now = self._now(env, 0)
         for i in torch.nonzero(self.active).squeeze(-1).tolist():
-            safe, records = self.shields[i].filter_subgoal(sg[i], pos[i], float(now[i]))
+            out[i], records = self.shields[i].filter_subgoal(out[i].copy(), pos[i], float(now[i]))
             self._count(i, records)
-            out[i] = torch.as_tensor(np.asarray(safe, dtype=np.float64), dtype=out.dtype)
-        return out
+        self.flown_w = torch.from_numpy(out).to(subgoal_w.dtype)
+        return self.flown_w
 
     def actions(self, env, k: int, actions: torch.Tensor) -> torch.Tensor:
         """Control step ``k`` of a decision: the skill's normalized actions through each shield."""
         from robot_hrl.safety import ShieldInput
         from robot_hrl.state import RobotState
+        from sim.safety_eval import measured_battery_v
 
         low = env.low.env
         pos, quat = low.position_w.double().numpy(), low.quat_wxyz.double().numpy()
         vel, omega = low.linear_velocity_w.double().numpy(), low.angular_velocity_b.double().numpy()
         act = actions.double().numpy()
         goal = self.flown_w.double().numpy()
-        volts = None if self._battery_rows is None else low._state[self._battery_rows][0].double().numpy()
+        volts = measured_battery_v(low, self._battery_rows)
         now = self._now(env, k)
-        out = actions.clone()
+        out = act.copy()
         for i in torch.nonzero(self.active).squeeze(-1).tolist():
             t = float(now[i])
             o = self.shields[i].step(ShieldInput(now_s=t, state=RobotState(pos[i], quat[i], vel[i], omega[i], t),
                                                  actions=act[i], subgoal_w=goal[i],
-                                                 battery_v=None if volts is None else float(volts[i])))
-            self.tally.ticks[i] += 1
+                                                 battery_v=None if volts is None else volts[i]))
+            flight = self.flights[i]
+            flight["shield_ticks"] += 1
             if o.interventions:
-                self.tally.intervention_ticks[i] += 1
+                flight["intervention_ticks"] += 1
                 self._count(i, o.interventions)
             if o.mode in ("backup_land", "motors_off"):
-                self.tally.landing[i] = True
-            out[i] = torch.as_tensor(np.asarray(o.actions, dtype=np.float64), dtype=out.dtype)
-        return out
+                flight["shield_landing"] = True
+            out[i] = o.actions
+        return torch.from_numpy(out).to(actions.dtype)
 
     def after_step(self, env, k: int) -> None:
         """After control step ``k``: the rangers at their own rate."""
@@ -170,20 +164,16 @@ class BatchedShield:
     def _feed(self, env, ids: torch.Tensor, k: int) -> None:
         if ids.numel() == 0:
             return
-        low = env.low
-        r = env.room[ids]
-        pool = env.pool
-        true = env.rangers.true_ranges(low.position_w[ids], low.quat_wxyz[ids], pool.box_lower[r], pool.box_upper[r],
-                                       pool.box_valid[r], pool.room_lower[r], pool.room_upper[r])
-        reading = env.rangers.readings(true, self.generator, noise=env.cfg.range_noise).double().numpy()
+        _, reading = env.read_rangers(ids, self.generator)
+        reading = reading.double().numpy()
         now = self._now(env, k)
         for row, i in enumerate(ids.tolist()):
             unit = self.shields[i].unit("range_obstacles")
-            for j in self.listened:
-                unit.update(self.sensor_names[j], float(reading[row, j]), float(now[i]))
+            for j, name in self.listened:
+                unit.update(name, float(reading[row, j]), float(now[i]))
 
     def _count(self, i: int, records) -> None:
-        d = self.tally.interventions[i]
+        d = self.flights[i]["interventions"]
         for rec in records:
             key = f"{rec.unit}.{rec.constraint}"
             d[key] = d.get(key, 0) + 1

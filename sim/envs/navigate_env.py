@@ -296,14 +296,19 @@ class NavigateEnv(VecEnv):
         d_fence = torch.cat((p[:, :2] - room_lo[:, :2], room_hi[:, :2] - p[:, :2]), dim=-1).amin(dim=-1)
         return torch.minimum(d_box, d_fence)
 
-    def _sense(self, ids: torch.Tensor | None = None) -> None:
-        """Cast the rangers of every environment (or of ``ids``): ``true_ranges`` and the noisy ``ranges``."""
+    def read_rangers(self, ids: torch.Tensor | None = None, generator: torch.Generator | None = None):
+        """Cast the rangers of every environment (or of ``ids``): (true ranges, noisy readings), (n, sensors), m.
+        ``generator``: the noise stream (None: the environment's own, the level's readings)."""
         low = self.low
         sel = slice(None) if ids is None else ids
         r = self.room[sel]
         true = self.rangers.true_ranges(low.position_w[sel], low.quat_wxyz[sel], self.pool.box_lower[r], self.pool.box_upper[r],
                                         self.pool.box_valid[r], self.pool.room_lower[r], self.pool.room_upper[r])
-        reading = self.rangers.readings(true, self.generator, noise=self.cfg.range_noise)
+        return true, self.rangers.readings(true, generator or self.generator, noise=self.cfg.range_noise)
+
+    def _sense(self, ids: torch.Tensor | None = None) -> None:
+        """Cast the rangers of every environment (or of ``ids``): ``true_ranges`` and the noisy ``ranges``."""
+        true, reading = self.read_rangers(ids)
         if ids is None:
             self.true_ranges, self.ranges = true, reading
         else:
