@@ -74,6 +74,12 @@ class BatchedShield:
     def __init__(self, env, rooms, skill, section: dict | None = None, seed: int = 0, active: torch.Tensor | None = None):
         from robot_hrl.sensing import robot_range_sensors
 
+        sensors = robot_range_sensors(skill.robot)
+        names = [s.name for s in env.sensors]
+        if names != [s.name for s in sensors]:
+            raise ValueError(f"the simulator's rangers {names} are not the rangers of the skill's robot "
+                             f"{skill.robot.name!r} {[s.name for s in sensors]}: the shield must guard the robot the "
+                             "simulator flies; pass the goto skill the environment was built on")
         self.rooms = list(rooms)
         self.skill = skill
         self.config = range_shield_config(skill.robot, section)
@@ -81,10 +87,6 @@ class BatchedShield:
         n = env.num_envs
         self.shields: list = [None] * n
         self.active = torch.ones(n, dtype=torch.bool) if active is None else active
-        sensors = robot_range_sensors(skill.robot)
-        names = [s.name for s in env.sensors]
-        if names != [s.name for s in sensors]:
-            raise ValueError(f"the simulator's rangers {names} are not the skill's robot's {[s.name for s in sensors]}")
         self.listened = [(j, name) for j, name in enumerate(names) if name in self.config.range_obstacles.sensors]
         control_hz = float(skill.contract.control_rate_hz)
         self.sense_every = int(round(control_hz / max(s.update_rate_hz for s in sensors)))

@@ -89,3 +89,20 @@ def test_a_randomization_override_that_does_not_exist_is_refused(rooms, repo_roo
     with pytest.raises(ConfigError, match="battery_volts"):
         evaluate_batched({"hostile": _hostile(rooms[:1], 0)}, rooms[:1], repo_root / SKILL, episode_length_s=1.0,
                          randomization={"battery_volts": (3.7, 4.2)})
+
+
+def test_a_shield_for_another_robot_is_refused(rooms, repo_root):
+    """The shield must guard the robot the simulator flies: a skill of a robot without those rangers is refused with
+    an error that names both sets of rangers and the fix."""
+    from types import SimpleNamespace
+
+    from robot_hrl.robots import get_robot
+    from sim.envs.nav_rooms import RoomPool
+    from sim.envs.navigate_env import NavigateEnv
+    from sim.envs.navigate_env_cfg import NavigateEnvCfg
+    from sim.navigate_shield import BatchedShield
+
+    env = NavigateEnv(NavigateEnvCfg(skill_path=str(repo_root / SKILL)), num_envs=1, pool=RoomPool.from_rooms(rooms[:1]))
+    other = SimpleNamespace(robot=get_robot("diff_drive"), contract=None)
+    with pytest.raises(ValueError, match=r"'diff_drive' \[\].*pass the goto skill the environment was built on"):
+        BatchedShield(env, rooms[:1], other)
