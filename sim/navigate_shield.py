@@ -98,6 +98,9 @@ class BatchedShield:
         """Per environment: ``flights[i]`` of its last ended episode."""
         self.flown_w: torch.Tensor | None = None
         """The subgoals the skill flies since the last decision (after the subgoal filter)."""
+        self.range_ticks = torch.zeros(n)
+        """Per environment: control ticks of the current decision on which the range source acted (its stop or
+        approach zone; the training's ``rewards.shield_stop_weight`` charges their share)."""
         low = env.low.env
         self._battery_rows = (low.layout.rows("battery_voltage_v")
                               if any(name == "battery_voltage_v" for name, _, _ in low.layout.state) else None)
@@ -122,6 +125,7 @@ class BatchedShield:
             out[i], records = self.shields[i].filter_subgoal(out[i].copy(), pos[i], float(now[i]))
             self._count(i, records)
         self.flown_w = torch.from_numpy(out).to(subgoal_w.dtype)
+        self.range_ticks.zero_()
         return self.flown_w
 
     def actions(self, env, k: int, actions: torch.Tensor) -> torch.Tensor:
@@ -148,6 +152,8 @@ class BatchedShield:
             if o.interventions:
                 flight["intervention_ticks"] += 1
                 self._count(i, o.interventions)
+                if any(rec.unit == "range_obstacles" for rec in o.interventions):
+                    self.range_ticks[i] += 1
             if o.mode in ("backup_land", "motors_off"):
                 flight["shield_landing"] = True
             out[i] = o.actions

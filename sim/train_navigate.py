@@ -4,6 +4,9 @@ expert first (sim/agents/dagger_navigate.py), then PPO (rsl-rl-lib) fine-tunes t
     python sim/train_navigate.py --run-dir runs/navigate --minutes 15
     python sim/train_navigate.py --dagger-iterations 0 ...    # PPO alone, from scratch (phase 1)
     python sim/train_navigate.py --skill models/new_goto.onnx --run-dir runs/navigate_new   # retrain over a new skill
+    python sim/train_navigate.py --init-onnx models/crazyflie_navigate.onnx --dagger-iterations 0 --critic-warmup 10 \
+        --range-shield-envs 128 --shield-stop-weight -0.5 --start-level 2 --run-dir runs/nav_shield   # fine-tune the
+        # shipped level with the runtime's shield in the loop of 128 of the environments
 
 Writes TensorBoard logs, checkpoints (model_<it>.pt), train_cfg.json, navigate_contract.json (the
 contract names the skill's file hash) and, with --export, the ONNX (deploy/onnx_export/navigate.py).
@@ -55,6 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the proximity penalty's distance: the four rangers' true ranges (blind between their cones) or the "
                         "true distance to the nearest obstacle in any direction (privileged; rewards.proximity_source)")
     p.add_argument("--proximity-weight", type=float, default=None, help="rewards.proximity_weight (default -1.0)")
+    p.add_argument("--init-onnx", default=None, metavar="ONNX",
+                   help="start the actor from an exported navigate level (its contract must match this run's: same skill, "
+                        "sensors, memory); the critic starts fresh (see --critic-warmup); not with --resume")
+    p.add_argument("--init-std", type=float, default=0.2, help="the exploration std of an --init-onnx actor")
+    p.add_argument("--critic-warmup", type=int, default=0, metavar="N",
+                   help="first N PPO iterations train the critic only (the actor frozen): a fresh critic under a trained actor")
+    p.add_argument("--range-shield-envs", type=int, default=0, metavar="N",
+                   help="the first N environments fly through the runtime's shield with the range source, the room unmapped "
+                        "for it (sim/navigate_shield.py, as the shielded evaluation; about 65 us per environment and control "
+                        "tick), on charged batteries (all environments: SHIELDED_BATTERY_RANGE_V)")
+    p.add_argument("--shield-stop-weight", type=float, default=None,
+                   help="rewards.shield_stop_weight: times the share of a decision's ticks the range source acted on (e.g. -0.5)")
     p.add_argument("--export", default=None, metavar="ONNX", help="export the final policy to this .onnx")
     return p
 
@@ -78,6 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     cfg.rewards.proximity_source = args.proximity
     if args.proximity_weight is not None:
         cfg.rewards.proximity_weight = args.proximity_weight
+    if args.shield_stop_weight is not None:
+        cfg.rewards.shield_stop_weight = args.shield_stop_weight
+    if args.init_onnx and args.resume:
+        raise SystemExit("--init-onnx and --resume both give the actor: choose one")
+    if args.range_shield_envs:
+        from sim.evaluate_navigate import SHIELDED_BATTERY_RANGE_V
+
+        cfg.randomization = {"battery_open_circuit_range_v": SHIELDED_BATTERY_RANGE_V}
     t0 = time.perf_counter()
     from robot_hrl.world.rooms import generate_room, room_seeds
     from sim.envs.nav_rooms import RoomPool
@@ -85,6 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     rooms = [generate_room(d, s, cfg.room_split) for d in cfg.densities
              for s in room_seeds(cfg.room_split, cfg.rooms_per_density, cfg.room_seed_offset)]
     env = NavigateEnv(cfg, num_envs=args.num_envs, seed=args.seed, pool=RoomPool.from_rooms(rooms))
+    if args.range_shield_envs:
+        if not 0 < args.range_shield_envs <= args.num_envs:
+            raise SystemExit(f"--range-shield-envs {args.range_shield_envs}: give 1 to --num-envs ({args.num_envs})")
+        from robot_hrl.runtime import OnnxPolicy
+        from sim.navigate_shield import BatchedShield
+
+        active = torch.arange(args.num_envs) < args.range_shield_envs
+        env.shield = BatchedShield(env, rooms, OnnxPolicy(args.skill, provider="cpu"), seed=args.seed, active=active)
+        env.reset()
     setup_s = time.perf_counter() - t0
     (run_dir / "navigate_contract.json").write_text(env.contract.to_json())
     train_cfg = ppo_navigate_cfg()
@@ -95,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     env.level = max(env.level, min(args.start_level, 2))
     if args.resume:
         runner.load(args.resume)
+    if args.init_onnx:
+        from sim.agents.warm_start import warm_start_navigate
+
+        warm_start_navigate(Path(args.init_onnx), runner.alg.actor, env.contract, std=args.init_std)
     start = time.perf_counter()
     from tqdm import tqdm
 
@@ -129,6 +165,22 @@ def main(argv: list[str] | None = None) -> int:
         runner.save(str(run_dir / "model_0.pt"))
         env.reset()
     done_it, chunk = 0, 10
+    if args.critic_warmup > 0:
+        actor_params = list(runner.alg.actor.parameters())
+        for q in actor_params:
+            q.requires_grad_(False)
+        with tqdm(total=args.critic_warmup, desc="critic warm-up (actor frozen)", unit="it") as bar:
+            for _ in range(0, args.critic_warmup, chunk):
+                n = min(chunk, args.critic_warmup - bar.n)
+                runner.learn(n, init_at_random_ep_len=False)
+                runner.current_learning_iteration += 1
+                bar.update(n)
+        for q in actor_params:
+            q.requires_grad_(True)
+        # the adaptive schedule raised the rate while the frozen actor's KL stayed 0: the fine-tune starts at the cfg's
+        runner.alg.learning_rate = train_cfg["algorithm"]["learning_rate"]
+        for group in runner.alg.optimizer.param_groups:
+            group["lr"] = runner.alg.learning_rate
 
     bar = tqdm(total=args.max_iterations, desc="navigate PPO", unit="it")
     while done_it < args.max_iterations and time.perf_counter() - start < args.minutes * 60:
@@ -141,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         runner.save(str(run_dir / f"model_{runner.current_learning_iteration}.pt"))
     bar.close()
     wall = time.perf_counter() - start
-    summary = {"dagger": dagger, "iterations": done_it, "total_iterations": runner.current_learning_iteration, "resumed_from": args.resume, "training_wall_s": wall, "setup_s": setup_s, "num_envs": args.num_envs,
+    summary = {"dagger": dagger, "iterations": done_it, "total_iterations": runner.current_learning_iteration, "resumed_from": args.resume, "init_onnx": args.init_onnx,
+               "critic_warmup": args.critic_warmup, "range_shield_envs": args.range_shield_envs, "training_wall_s": wall, "setup_s": setup_s, "num_envs": args.num_envs,
                "decisions": done_it * train_cfg["num_steps_per_env"] * args.num_envs, "final_level": env.level,
                "skill": args.skill, "skill_sha256": env.skill.sha256, "command": " ".join(sys.argv)}
     (run_dir / "train_summary.json").write_text(json.dumps(summary, indent=1))

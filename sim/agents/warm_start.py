@@ -23,19 +23,67 @@ NORMALIZER_EPS = 0.01
 """rsl_rl's EmpiricalNormalization eps (its default, which the actor uses): the exported graph's obs_std_plus_eps is std + this."""
 
 
+def exported_actor(onnx_path: Path) -> tuple[dict, dict]:
+    """An exported actor's weights (the graph's initializers by name, numpy) and its metadata (key -> value)."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(onnx_path))
+    return ({i.name: numpy_helper.to_array(i) for i in model.graph.initializer},
+            {p.key: p.value for p in model.metadata_props})
+
+
+def fill_actor(actor: dict, weights: dict, std: float, normalizer_count: float) -> None:
+    """Write an exported actor (``deploy/onnx_export/actor.py``'s graph: normalization, then the MLP) into an rsl_rl
+    ``MLPModel`` actor's state dict, in place: the MLP's weights, the observation normalizer (its ``count`` set to
+    ``normalizer_count``: how slowly a fine-tune moves it) and the exploration ``std``."""
+    import torch
+
+    for name in ("mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "mlp.4.weight", "mlp.4.bias"):
+        value = torch.as_tensor(np.array(weights[f"policy.{name}"]), dtype=torch.float32)
+        if actor[name].shape != value.shape:
+            raise SystemExit(f"{name}: the ONNX model's {tuple(value.shape)} does not fit the current actor's {tuple(actor[name].shape)}")
+        actor[name] = value.clone()
+    mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
+    # the graph divides by std + eps (rsl_rl's EmpiricalNormalization, eps 0.01): the normalizer keeps std alone
+    std_obs = torch.as_tensor(weights["obs_std_plus_eps"], dtype=torch.float32) - NORMALIZER_EPS
+    shape = actor["obs_normalizer._mean"].shape
+    mean, std_obs = mean.reshape(shape), std_obs.reshape(shape)
+    actor["obs_normalizer._mean"], actor["obs_normalizer._std"], actor["obs_normalizer._var"] = mean, std_obs, std_obs * std_obs
+    actor["obs_normalizer.count"] = torch.tensor(normalizer_count, dtype=actor["obs_normalizer.count"].dtype)
+    actor["distribution.std_param"] = torch.full_like(actor["distribution.std_param"], std)
+
+
+def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, normalizer_count: float = 1e12) -> None:
+    """Load an exported ``navigate`` level into a training run's actor (``runner.alg.actor``), in place: the level's
+    fine-tune starts from the shipped file when its checkpoints are gone. ``contract``: the run's own
+    ``NavigateContract``; the file's must have the same observation, action and lower skill, or it is refused."""
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
+
+    weights, meta = exported_actor(onnx_path)
+    if NAVIGATE_METADATA_KEY not in meta:
+        raise SystemExit(f"{onnx_path} carries no navigate contract ({NAVIGATE_METADATA_KEY!r}): give an exported "
+                         "navigate level (deploy/onnx_export/navigate.py), not a skill")
+    own = NavigateContract.from_json(meta[NAVIGATE_METADATA_KEY])
+    for what in ("observations", "action", "lower_skill", "sensors", "memory"):
+        if getattr(own, what) != getattr(contract, what):
+            raise SystemExit(f"{onnx_path}: its contract's {what} differs from this run's ({getattr(own, what)!r} vs "
+                             f"{getattr(contract, what)!r}): fine-tune it over the skill and sensors it was trained "
+                             "with (--skill), or train a new level")
+    state = actor.state_dict()
+    fill_actor(state, weights, std, normalizer_count)
+    actor.load_state_dict(state)
+
+
 def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, normalizer_count: float = 1e7,
                new_input_std: float = 0.03, integral_gain_per_s: float = 0.0,
                integral_gain_xy_per_s: float = 0.0) -> Path:
-    import onnx
     import torch
-    from onnx import numpy_helper
 
     from robot_hrl.contract import CONTRACT_METADATA_KEY, PolicyContract
     from robot_hrl.robots import get_robot
 
-    model = onnx.load(str(onnx_path))
-    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    meta = {p.key: p.value for p in model.metadata_props}
+    weights, meta = exported_actor(onnx_path)
     contract = PolicyContract.from_json(meta[CONTRACT_METADATA_KEY])
     current = get_robot(contract.robot.name).action_spec(contract.action.mode)
     own = np.array([[t.low, t.high] for t in contract.action.terms])
@@ -63,21 +111,9 @@ def warm_start(onnx_path: Path, template: Path, out: Path, std: float = 0.1, nor
             print(f"warm start: the integral's inputs start at {gains} /s (x, y, z) times the error's weights")
         weights["obs_mean"] = np.concatenate((weights["obs_mean"].reshape(-1), np.zeros(new_inputs - old_inputs, np.float32)))
         weights["obs_std_plus_eps"] = np.concatenate((weights["obs_std_plus_eps"].reshape(-1), np.full(new_inputs - old_inputs, new_input_std + NORMALIZER_EPS, np.float32)))
-    for name in ("mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "mlp.4.weight", "mlp.4.bias"):
-        value = torch.as_tensor(weights[f"policy.{name}"], dtype=torch.float32)
-        if actor[name].shape != value.shape:
-            raise SystemExit(f"{name}: the ONNX model's {tuple(value.shape)} does not fit the current actor's {tuple(actor[name].shape)}")
-        actor[name] = value.clone()
+    fill_actor(actor, weights, std, normalizer_count)
     actor["mlp.4.weight"] = actor["mlp.4.weight"] * torch.as_tensor(scale, dtype=torch.float32)[:, None]
     actor["mlp.4.bias"] = actor["mlp.4.bias"] * torch.as_tensor(scale, dtype=torch.float32) + torch.as_tensor(offset, dtype=torch.float32)
-    mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
-    # the graph divides by std + eps (rsl_rl's EmpiricalNormalization, eps 0.01): the normalizer keeps std alone
-    std_obs = torch.as_tensor(weights["obs_std_plus_eps"], dtype=torch.float32) - NORMALIZER_EPS
-    shape = actor["obs_normalizer._mean"].shape
-    mean, std_obs = mean.reshape(shape), std_obs.reshape(shape)
-    actor["obs_normalizer._mean"], actor["obs_normalizer._std"], actor["obs_normalizer._var"] = mean, std_obs, std_obs * std_obs
-    actor["obs_normalizer.count"] = torch.tensor(normalizer_count, dtype=actor["obs_normalizer.count"].dtype)
-    actor["distribution.std_param"] = torch.full_like(actor["distribution.std_param"], std)
     ckpt["iter"] = 0
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(ckpt, out)

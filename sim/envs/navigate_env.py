@@ -120,8 +120,9 @@ class NavigateEnv(VecEnv):
         self.forced_rooms: torch.Tensor | None = None
         """Evaluation: when set (N,), episode k of env i runs room forced_rooms[i] (reset picks it)."""
         self.shield = None
-        """Evaluation: a shield between the skill and the physics (``sim.navigate_shield.BatchedShield``: the runtime's
-        shield per environment, reset with each episode); None: the level and the skill alone (training)."""
+        """A shield between the skill and the physics (``sim.navigate_shield.BatchedShield``: the runtime's shield per
+        environment, reset with each episode; the shielded evaluation, and training with ``--range-shield-envs``);
+        None: the level and the skill alone."""
         self._reset_envs(torch.arange(n, device=self.device))
         self._obs = self._observations(torch.arange(n, device=self.device))
 
@@ -211,6 +212,8 @@ class NavigateEnv(VecEnv):
         near = (w.proximity_m - self._proximity_distance(lo, hi, valid, room_lo, room_hi)).clamp(min=0.0)
         rewards = (w.progress_weight * progress + w.time_penalty + w.proximity_weight * near
                    + w.success_reward * success.float() + w.collision_penalty * collided.float())
+        if shield is not None and w.shield_stop_weight:
+            rewards = rewards + w.shield_stop_weight * shield.range_ticks.to(rewards) / self.low_steps
         self.potential = new_potential
         # episode ends: statistics, then resets
         episode_end = {

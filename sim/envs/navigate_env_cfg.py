@@ -16,6 +16,10 @@ class NavigateRewardsCfg:
     proximity_weight: float = -1.0
     """Times how far the nearest horizontal obstacle (true distance) is inside ``proximity_m``."""
     proximity_m: float = 0.5
+    shield_stop_weight: float = 0.0
+    """Times the share of a decision's control ticks on which the shield's range source acted (its stop and approach
+    zones; only with a shield in the loop, ``sim/train_navigate.py --range-shield-envs``): the level learns to pass the
+    stop zone instead of waiting at it. 0: off."""
     proximity_source: str = "rangers"
     """Where that distance comes from: ``rangers`` the four horizontal rangers' true ranges (blind between their
     cones), ``all_directions`` the true distance from the robot's centre to the nearest box or fence in any
