@@ -350,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--plots", default=None, help="write PNG plots into this directory")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--planners", default=None, metavar="NAMES",
+                        help="comma-separated planners to fly (learned, reactive, symbolic_full_map; default: all there are), "
+                             "e.g. learned to compare candidates of the level")
     parser.add_argument("--range-shield", action="store_true",
                         help="every planner's skill commands go through the runtime's shield with the range source "
                              "(range_obstacles, RANGE_SHIELD_SECTION's zones; the rooms unmapped for it), fed by the rangers at "
@@ -371,15 +374,27 @@ def main(argv: list[str] | None = None) -> int:
     except RobotHrlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    wanted = None if args.planners is None else [n.strip() for n in args.planners.split(",") if n.strip()]
+
+    def chosen(planners: dict) -> dict:
+        if wanted is None:
+            return planners
+        unknown = [n for n in wanted if n not in planners]
+        if unknown or not wanted:
+            raise SystemExit(f"--planners {args.planners!r}: {unknown or 'none'} not among this run's planners "
+                             f"{sorted(planners)} (learned needs --model)")
+        return {n: planners[n] for n in wanted}
+
     if args.sim == "batched":
-        results = evaluate_batched(batched_planners(session, rooms), rooms, args.skill, args.seed, shielded=args.range_shield)
+        results = evaluate_batched(chosen(batched_planners(session, rooms)), rooms, args.skill, args.seed,
+                                   shielded=args.range_shield)
     else:
         from sim.navigate_baselines import reactive_potential_field
         planners = {}
         if session is not None:
             planners["learned"] = lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0]
         planners["reactive"] = lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()
-        results = evaluate_pybullet(planners, rooms, args.skill, args.seed,
+        results = evaluate_pybullet(chosen(planners), rooms, args.skill, args.seed,
                                     {"learned": contract} if session is not None else None, shielded=args.range_shield)
     for name, r in results.items():
         for d, s in r["by_density"].items():

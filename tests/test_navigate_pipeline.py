@@ -90,3 +90,13 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
     r = fly_pybullet(room, lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0],
                      repo_root / "models/crazyflie_goto.onnx", seed=0, time_limit_s=2.0, contract=contract)
     assert contract.memory is not None and r["success"] + r["collided"] + r["time_out"] == 1
+
+
+def test_evaluate_flies_only_the_planners_asked_for(repo_root, tmp_path):
+    out = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--planners", "reactive", "--rooms", "1",
+                          "--threads", "1", "--json", str(tmp_path / "r.json")], capture_output=True, text=True, cwd=repo_root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert set(json.loads((tmp_path / "r.json").read_text())) == {"reactive"}
+    out = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--planners", "learned", "--rooms", "1"],
+                         capture_output=True, text=True, cwd=repo_root)
+    assert out.returncode != 0 and "['learned'] not among this run's planners" in out.stderr and "needs --model" in out.stderr
