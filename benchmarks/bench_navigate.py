@@ -5,7 +5,7 @@ batched simulator and in PyBullet, and the level's inference time per decision.
 
 ``--range-shield`` flies every planner again through the runtime's shield with the range source (the rooms unmapped
 for it), in both simulators: as the node graph flies the level (``planner:=learned`` turns ``range_shield`` on).
-The shielded batched airframes draw their batteries from ``SHIELDED_BATTERY_RANGE_V`` (sim/evaluate_navigate.py).
+The shielded batched airframes draw their batteries from ``SHIELDED_BATTERY_RANGE_V`` (sim/navigate_shield.py).
 
 Held-out rooms (evaluation seeds). Prints a table, writes --out (JSON) and PNG plots next to it.
 Training wall time is read from the run's train_summary.json when --run-dir is given.

@@ -27,6 +27,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from sim.navigate_shield import (RANGE_SHIELD_SECTION, SHIELDED_BATTERY_RANGE_V, range_shield,  # noqa: E402,F401
+                                 shielded_randomization)  # (their one home; re-exported for the evaluation's users)
+
 DENSITY_NAMES = ("sparse", "medium", "dense")
 FAILURE_CLASSES = ("collision", "dead_end", "time_out")
 STUCK_WINDOW_S = 10.0
@@ -87,14 +90,6 @@ def _summaries(records: list[dict]) -> dict:
     return out
 
 
-SHIELDED_BATTERY_RANGE_V = (3.7, 4.2)
-"""The batteries of the shielded batched evaluation's airframes, open-circuit, V: a mission starts on a charged
-battery (3.7 V at rest is a 1S LiPo's nominal voltage; 4.2 V full, motors.c). The randomization's own range reaches
-3.3 V, where the shield's battery unit (3.3 V under load, debounced: shield.yaml ``battery``) holds and lands the
-robot mid-mission, as it should: a failure of no planner. Flights the shield landed are counted
-(``shield_landing``) either way."""
-
-
 def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize: bool = True,
                      episode_length_s: float = 30.0, shielded: bool = False, randomization: dict | None = None) -> dict:
     """Every planner flies every room once in the batched simulator. ``planners``: name -> fn(env, obs) -> actions.
@@ -114,7 +109,7 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
     carrot = SymbolicCarrot(rooms, 1.0)
     results = {}
     if randomization is None:
-        randomization = {"battery_open_circuit_range_v": SHIELDED_BATTERY_RANGE_V} if shielded else {}
+        randomization = shielded_randomization() if shielded else {}
     for name, planner in planners.items():
         cfg = NavigateEnvCfg(skill_path=str(skill_path), randomize=randomize, episode_length_s=episode_length_s,
                              randomization=dict(randomization))
@@ -175,7 +170,6 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
     return planners
 
 
-from sim.navigate_shield import RANGE_SHIELD_SECTION, range_shield  # noqa: E402  (the one home of both)
 
 
 def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: float = 2.0, time_limit_s: float = 30.0,

@@ -17,8 +17,12 @@ The skill observes its own last action, as the runtime's ``OnnxPolicy`` does.
 from __future__ import annotations
 
 import copy
+
 import numpy as np
 import torch
+
+from robot_hrl.safety import ShieldInput
+from robot_hrl.state import RobotState
 
 RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_distance_m": 0.3, "min_clearance_m": 0.05,
                         "approach_keep_fraction": 0.5, "slowdown_distance_m": 1.0, "slowdown_ratio": 0.4,
@@ -27,6 +31,20 @@ RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_dis
                         "clear_margin_m": 0.1}
 """The range source's zones for the evaluation (docs/safety.md, "The shield without a map"); the skill node's
 ``shield_ranges.yaml`` holds the same (tests/test_planner_learned.py checks it)."""
+
+
+SHIELDED_BATTERY_RANGE_V = (3.7, 4.2)
+"""The batteries of the airframes flown through this shield, open-circuit, V: a mission starts on a charged battery
+(3.7 V at rest is a 1S LiPo's nominal voltage; 4.2 V full, motors.c). The goto randomization's own range reaches
+3.3 V, where the shield's battery unit (3.3 V under load, debounced: shield.yaml ``battery``) holds and lands the
+robot mid-mission, as it should: a failure of no planner. Flights the shield landed are counted
+(``shield_landing``) either way."""
+
+
+def shielded_randomization() -> dict:
+    """The randomization overrides of environments flown through this shield (``NavigateEnvCfg.randomization``):
+    charged batteries, :data:`SHIELDED_BATTERY_RANGE_V`."""
+    return {"battery_open_circuit_range_v": SHIELDED_BATTERY_RANGE_V}
 
 
 def range_shield_config(robot, section: dict | None = None, keep_map: bool = False):
@@ -98,9 +116,11 @@ class BatchedShield:
         """Per environment: ``flights[i]`` of its last ended episode."""
         self.flown_w: torch.Tensor | None = None
         """The subgoals the skill flies since the last decision (after the subgoal filter)."""
-        self.range_ticks = torch.zeros(n)
+        self.range_ticks = np.zeros(n)
         """Per environment: control ticks of the current decision on which the range source acted (its stop or
         approach zone; the training's ``rewards.shield_stop_weight`` charges their share)."""
+        self._live: list[int] = []
+        """The active environments of the current decision (``active`` is changed between decisions only)."""
         low = env.low.env
         self._battery_rows = (low.layout.rows("battery_voltage_v")
                               if any(name == "battery_voltage_v" for name, _, _ in low.layout.state) else None)
@@ -121,17 +141,16 @@ class BatchedShield:
         pos = env.low.position_w.double().numpy()
         out = subgoal_w.double().numpy()  # (a copy: rows are replaced by the filtered subgoals)
         now = self._now(env, 0)
-        for i in torch.nonzero(self.active).squeeze(-1).tolist():
+        self._live = torch.nonzero(self.active).squeeze(-1).tolist()
+        for i in self._live:
             out[i], records = self.shields[i].filter_subgoal(out[i].copy(), pos[i], float(now[i]))
             self._count(i, records)
         self.flown_w = torch.from_numpy(out).to(subgoal_w.dtype)
-        self.range_ticks.zero_()
+        self.range_ticks[:] = 0.0
         return self.flown_w
 
     def actions(self, env, k: int, actions: torch.Tensor) -> torch.Tensor:
         """Control step ``k`` of a decision: the skill's normalized actions through each shield."""
-        from robot_hrl.safety import ShieldInput
-        from robot_hrl.state import RobotState
         from sim.safety_eval import measured_battery_v
 
         low = env.low.env
@@ -142,7 +161,7 @@ class BatchedShield:
         volts = measured_battery_v(low, self._battery_rows)
         now = self._now(env, k)
         out = act.copy()
-        for i in torch.nonzero(self.active).squeeze(-1).tolist():
+        for i in self._live:
             t = float(now[i])
             o = self.shields[i].step(ShieldInput(now_s=t, state=RobotState(pos[i], quat[i], vel[i], omega[i], t),
                                                  actions=act[i], subgoal_w=goal[i],
@@ -162,7 +181,7 @@ class BatchedShield:
     def after_step(self, env, k: int) -> None:
         """After control step ``k``: the rangers at their own rate."""
         if (k + 1) % self.sense_every == 0:
-            self._feed(env, torch.nonzero(self.active).squeeze(-1), k + 1)
+            self._feed(env, torch.tensor(self._live, dtype=torch.long), k + 1)
 
     # ---- internals -------------------------------------------------------------------------
     def _now(self, env, k: int) -> np.ndarray:

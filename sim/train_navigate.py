@@ -66,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="first N PPO iterations train the critic only (the actor frozen): a fresh critic under a trained actor")
     p.add_argument("--range-shield-envs", type=int, default=0, metavar="N",
                    help="the first N environments fly through the runtime's shield with the range source, the room unmapped "
-                        "for it (sim/navigate_shield.py, as the shielded evaluation; about 65 us per environment and control "
-                        "tick), on charged batteries (all environments: SHIELDED_BATTERY_RANGE_V)")
+                        "for it (sim/navigate_shield.py, as the shielded evaluation; about 200 us per environment and control "
+                        "tick here), on charged batteries (all environments: SHIELDED_BATTERY_RANGE_V)")
     p.add_argument("--shield-stop-weight", type=float, default=None,
                    help="rewards.shield_stop_weight: times the share of a decision's ticks the range source acted on (e.g. -0.5)")
     p.add_argument("--learning-rate", type=float, default=None,
@@ -78,8 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_args(args) -> None:
+    """Refuse option values that do not make a run, before anything is built (SystemExit naming the fix)."""
+    if args.init_onnx and args.resume:
+        raise SystemExit("--init-onnx and --resume both give the actor: choose one")
+    if not 0 <= args.range_shield_envs <= args.num_envs:
+        raise SystemExit(f"--range-shield-envs {args.range_shield_envs}: give 0 (no shield) to --num-envs ({args.num_envs})")
+    if args.critic_warmup < 0:
+        raise SystemExit(f"--critic-warmup {args.critic_warmup}: give 0 (none) or more iterations")
+    for flag, value in (("--learning-rate", args.learning_rate), ("--init-std", args.init_std)):
+        if value is not None and not value > 0:  # (NaN too)
+            raise SystemExit(f"{flag} {value}: give a positive number")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    check_args(args)
     import torch
     from rsl_rl.runners import OnPolicyRunner
 
@@ -99,12 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg.rewards.proximity_weight = args.proximity_weight
     if args.shield_stop_weight is not None:
         cfg.rewards.shield_stop_weight = args.shield_stop_weight
-    if args.init_onnx and args.resume:
-        raise SystemExit("--init-onnx and --resume both give the actor: choose one")
     if args.range_shield_envs:
-        from sim.evaluate_navigate import SHIELDED_BATTERY_RANGE_V
+        from sim.navigate_shield import shielded_randomization
 
-        cfg.randomization = {"battery_open_circuit_range_v": SHIELDED_BATTERY_RANGE_V}
+        cfg.randomization = shielded_randomization()
     t0 = time.perf_counter()
     from robot_hrl.world.rooms import generate_room, room_seeds
     from sim.envs.nav_rooms import RoomPool
@@ -113,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
              for s in room_seeds(cfg.room_split, cfg.rooms_per_density, cfg.room_seed_offset)]
     env = NavigateEnv(cfg, num_envs=args.num_envs, seed=args.seed, pool=RoomPool.from_rooms(rooms))
     if args.range_shield_envs:
-        if not 0 < args.range_shield_envs <= args.num_envs:
-            raise SystemExit(f"--range-shield-envs {args.range_shield_envs}: give 1 to --num-envs ({args.num_envs})")
         from robot_hrl.runtime import OnnxPolicy
         from sim.navigate_shield import BatchedShield
 
@@ -176,14 +186,14 @@ def main(argv: list[str] | None = None) -> int:
         for q in actor_params:
             q.requires_grad_(False)
         with tqdm(total=args.critic_warmup, desc="critic warm-up (actor frozen)", unit="it") as bar:
-            for _ in range(0, args.critic_warmup, chunk):
+            while bar.n < args.critic_warmup:
                 n = min(chunk, args.critic_warmup - bar.n)
                 runner.learn(n, init_at_random_ep_len=False)
                 runner.current_learning_iteration += 1
                 bar.update(n)
         for q in actor_params:
             q.requires_grad_(True)
-        # the adaptive schedule raised the rate while the frozen actor's KL stayed 0: the fine-tune starts at the cfg's
+        # (the adaptive schedule moved the rate on the frozen actor's KL): the fine-tune starts at the cfg's rate
         runner.alg.learning_rate = train_cfg["algorithm"]["learning_rate"]
         for group in runner.alg.optimizer.param_groups:
             group["lr"] = runner.alg.learning_rate

@@ -64,6 +64,19 @@ def test_a_level_that_does_not_fit_the_run_is_refused(repo_root):
         warm_start_navigate(repo_root / SKILL, _actor(contract), contract)
 
 
+def test_a_file_without_a_contract_is_refused(repo_root, tmp_path):
+    import onnx
+
+    from sim.agents.warm_start import warm_start_navigate
+
+    model = onnx.load(str(repo_root / LEVEL))
+    del model.metadata_props[:]
+    onnx.save(model, tmp_path / "bare.onnx")
+    contract = _contract(repo_root)
+    with pytest.raises(SystemExit, match="carries no navigate contract.*give an exported navigate level"):
+        warm_start_navigate(tmp_path / "bare.onnx", _actor(contract), contract)
+
+
 def _fly(repo_root, rooms, weight: float, decisions: int):
     """A hostile level (straight at the first box) through the shield; the rewards of each decision and the range
     source's ticks."""
@@ -90,7 +103,7 @@ def _fly(repo_root, rooms, weight: float, decisions: int):
         _, r, dones, _ = env.step(a)
         assert not dones.any()
         rewards.append(r.clone())
-        ticks.append(env.shield.range_ticks.clone())
+        ticks.append(torch.as_tensor(env.shield.range_ticks, dtype=torch.float32).clone())
     return torch.stack(rewards), torch.stack(ticks), env.low_steps
 
 
@@ -129,3 +142,19 @@ def test_init_onnx_with_resume_is_refused(tmp_path, repo_root):
     out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(tmp_path), "--init-onnx", LEVEL,
                           "--resume", str(tmp_path / "model_0.pt")], capture_output=True, text=True, cwd=repo_root)
     assert out.returncode != 0 and "choose one" in out.stderr
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--range-shield-envs", "9", "--num-envs", "8"], r"--range-shield-envs 9: give 0 \(no shield\) to --num-envs \(8\)"),
+    (["--range-shield-envs", "-1"], r"--range-shield-envs -1: give 0"),
+    (["--critic-warmup", "-2"], r"--critic-warmup -2: give 0 \(none\) or more"),
+    (["--learning-rate", "0"], r"--learning-rate 0.0: give a positive number"),
+    (["--learning-rate", "nan"], r"--learning-rate nan: give a positive number"),
+    (["--init-std", "-0.1"], r"--init-std -0.1: give a positive number"),
+])
+def test_options_that_make_no_run_are_refused_before_anything_is_built(tmp_path, options, message):
+    from sim.train_navigate import build_parser, check_args
+
+    with pytest.raises(SystemExit, match=message):
+        check_args(build_parser().parse_args(["--run-dir", str(tmp_path), *options]))
+    assert not any(tmp_path.iterdir())

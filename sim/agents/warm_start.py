@@ -44,9 +44,9 @@ def fill_actor(actor: dict, weights: dict, std: float, normalizer_count: float) 
         if actor[name].shape != value.shape:
             raise SystemExit(f"{name}: the ONNX model's {tuple(value.shape)} does not fit the current actor's {tuple(actor[name].shape)}")
         actor[name] = value.clone()
-    mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
+    mean = torch.as_tensor(np.array(weights["obs_mean"]), dtype=torch.float32)
     # the graph divides by std + eps (rsl_rl's EmpiricalNormalization, eps 0.01): the normalizer keeps std alone
-    std_obs = torch.as_tensor(weights["obs_std_plus_eps"], dtype=torch.float32) - NORMALIZER_EPS
+    std_obs = torch.as_tensor(np.array(weights["obs_std_plus_eps"]), dtype=torch.float32) - NORMALIZER_EPS
     shape = actor["obs_normalizer._mean"].shape
     mean, std_obs = mean.reshape(shape), std_obs.reshape(shape)
     actor["obs_normalizer._mean"], actor["obs_normalizer._std"], actor["obs_normalizer._var"] = mean, std_obs, std_obs * std_obs
@@ -57,7 +57,8 @@ def fill_actor(actor: dict, weights: dict, std: float, normalizer_count: float) 
 def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, normalizer_count: float = 1e12) -> None:
     """Load an exported ``navigate`` level into a training run's actor (``runner.alg.actor``), in place: the level's
     fine-tune starts from the shipped file when its checkpoints are gone. ``contract``: the run's own
-    ``NavigateContract``; the file's must have the same observation, action and lower skill, or it is refused."""
+    ``NavigateContract``; the file's must be the same (observation, action, lower skill, sensors, memory, rates), or
+    it is refused."""
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
 
     weights, meta = exported_actor(onnx_path)
@@ -65,11 +66,11 @@ def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, norm
         raise SystemExit(f"{onnx_path} carries no navigate contract ({NAVIGATE_METADATA_KEY!r}): give an exported "
                          "navigate level (deploy/onnx_export/navigate.py), not a skill")
     own = NavigateContract.from_json(meta[NAVIGATE_METADATA_KEY])
-    for what in ("observations", "action", "lower_skill", "sensors", "memory"):
-        if getattr(own, what) != getattr(contract, what):
-            raise SystemExit(f"{onnx_path}: its contract's {what} differs from this run's ({getattr(own, what)!r} vs "
-                             f"{getattr(contract, what)!r}): fine-tune it over the skill and sensors it was trained "
-                             "with (--skill), or train a new level")
+    differ = [name for name in type(own).model_fields if getattr(own, name) != getattr(contract, name)]
+    if differ:
+        raise SystemExit(f"{onnx_path}: its contract's {', '.join(differ)} differs from this run's "
+                         f"({', '.join(f'{getattr(own, n)!r} vs {getattr(contract, n)!r}' for n in differ)}): fine-tune "
+                         "it over the skill and sensors it was trained with (--skill), or train a new level")
     state = actor.state_dict()
     fill_actor(state, weights, std, normalizer_count)
     actor.load_state_dict(state)

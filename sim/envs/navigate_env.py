@@ -213,7 +213,7 @@ class NavigateEnv(VecEnv):
         rewards = (w.progress_weight * progress + w.time_penalty + w.proximity_weight * near
                    + w.success_reward * success.float() + w.collision_penalty * collided.float())
         if shield is not None and w.shield_stop_weight:
-            rewards = rewards + w.shield_stop_weight * shield.range_ticks.to(rewards) / self.low_steps
+            rewards = rewards + w.shield_stop_weight * torch.as_tensor(shield.range_ticks, dtype=rewards.dtype) / self.low_steps
         self.potential = new_potential
         # episode ends: statistics, then resets
         episode_end = {
