@@ -39,6 +39,11 @@ class BackupCommonCfg(BaseModel):
     land_timeout_s: float = Field(gt=0.0, description="motors off this long after a landing began, whatever the estimate says")
     recover_s: float = Field(ge=0.0, description="the policy's command must be judged safe this long before it gets control back")
     hold_inset_m: float = Field(ge=0.0, le=0.5, description="the hold target keeps this far inside the fence and altitude band")
+    creep_speed_mps: float = Field(
+        default=0.0, ge=0.0, le=1.0,
+        description="a hold an envelope or command unit put in place moves its target toward the subgoal at this speed, "
+        "never closer to an obstacle than the subgoal unit's margin or than the target already was (0: off; "
+        "Shield._creep_target)")
 
 
 class ShieldConfig(BaseModel):

@@ -184,6 +184,12 @@ class Shield:
         self._lag = _unrolled_lag(self.action.size, self.model.estimate_gain)
         self._recover_s = config.backup.recover_s
         self._hold_inset = config.backup.hold_inset_m
+        self._creep_step_m = config.backup.creep_speed_mps * self.model.dt
+        """How far a hold's target moves toward the subgoal per tick (``backup.creep_speed_mps``; 0: it stays)."""
+        o = self._by_name.get("obstacles")
+        self._creep_boxes = () if o is None else o.raw
+        """The world's boxes (min x, y, z, max x, y, z), as the obstacle unit reads them: the creep's clearances."""
+        self._creep_margin = config.subgoal.obstacle_margin_m + robot.collision_radius_m
         self._land_timeout = config.backup.land_timeout_s
         self._floor = world.bounds.min[2]
         self.ticks = 0
@@ -336,6 +342,7 @@ class Shield:
                 self._state_stamp = stamp
         sg = inp.subgoal_w
         t.subgoal_ok = sg is not None and math.isfinite(float(sg[0]) + float(sg[1]) + float(sg[2]))
+        t.subgoal_w = (float(sg[0]), float(sg[1]), float(sg[2])) if t.subgoal_ok else None
         t.subgoal_age = 0.0 if inp.subgoal_stamp_s is None else now - inp.subgoal_stamp_s
         a = inp.actions
         a = a.tolist() if type(a) is np.ndarray else [float(x) for x in a]
@@ -567,7 +574,56 @@ class Shield:
             return out
         if self._hold_target is None:
             self._hold_target = self.safe_position(t.p)
+        elif self._creep_step_m > 0.0:
+            self._creep_target(t)
         return self.backup.command(t.p, t.v, t.r, t.w, self._hold_target)
+
+    def _clearance_m(self, q) -> float:
+        """The distance from ``q`` to the nearest of the world's boxes (inf without any)."""
+        best = math.inf
+        x, y, z = q
+        for b in self._creep_boxes:
+            dx = max(b[0] - x, x - b[3], 0.0)
+            dy = max(b[1] - y, y - b[4], 0.0)
+            dz = max(b[2] - z, z - b[5], 0.0)
+            best = min(best, math.sqrt(dx * dx + dy * dy + dz * dz))
+        return best
+
+    def _creep_target(self, t: Tick) -> None:
+        """A hold that an envelope or command unit put in place (the policy's command refused: a stopping box that
+        leaves the band, the fence or an obstacle's clearance; a limit) moves its target toward the subgoal by
+        ``backup.creep_speed_mps`` per second, so the backup carries the robot where the policy was taking it and the
+        policy, judged again every tick, gets control back there (issue #16: holds that never ended, the policy's
+        next command as unsafe as the last, 0.3 m from a goal beside a pillar or the fence).
+
+        Where the creep may go: the subgoal was accepted by the subgoal unit (inside its fence, altitude and
+        obstacle margins, which lie inside the hold's own insets), the hold target was :meth:`safe_position`; the
+        box those insets make is convex, so the straight segment between them stays inside it. Each step keeps at
+        least the subgoal unit's obstacle clearance (collision radius + ``subgoal.obstacle_margin_m``) from every
+        world box, or, where the target is already closer, no less than it has: the target never moves closer to an
+        obstacle than a hold already was. No creep with a measured state missing, with the range source listed
+        (a room nobody mapped: nothing says the way is clear), or for a hold an input unit asked for (battery,
+        watchdog, odometry, a hold request)."""
+        unit = self._reason_unit
+        goal = t.subgoal_w
+        if goal is None or t.predicted or unit is None or unit.stage not in ("envelope", "command"):
+            return
+        if "range_obstacles" in self._by_name or t.subgoal_age > self.watchdog.subgoal_timeout:
+            return
+        h = self._hold_target
+        d = math.dist(h, goal)
+        if d <= 1e-9:
+            return
+        if d <= self._creep_step_m:
+            q = list(goal)
+        else:
+            f = self._creep_step_m / d
+            q = [h[0] + f * (goal[0] - h[0]), h[1] + f * (goal[1] - h[1]), h[2] + f * (goal[2] - h[2])]
+        if self.safe_position(q) != q:  # the subgoal's side of the fence or band (an unfiltered subgoal)
+            return
+        if self._clearance_m(q) < min(self._creep_margin, self._clearance_m(h)):
+            return
+        self._hold_target = q
 
     # ---- reporting ------------------------------------------------------------------------
     @property

@@ -64,9 +64,14 @@ def clamp_thrust_or_reject(unit, model: StoppingModel, tick: Tick, enabled: bool
                            detail: str) -> None:
     """The tick's stopping box breaks ``unit``'s ``constraint``: where ``enabled`` and the model offers ``clamp_thrust``,
     move the command's collective thrust toward the motors' until the box ``fits`` (a predicate on a box) and record
-    the change; otherwise, or where no thrust fits, hand the tick to the backup (docs/safety.md, "The thrust clamp")."""
+    the change; on the policy's first ticks after a hand-back (``tick.handback``), where no thrust fits, its roll and pitch
+    torques moved toward the motors' (the model's ``clamp_handback_torque``); otherwise hand the tick to the backup
+    (docs/safety.md, "The thrust clamp")."""
     clamp = getattr(model, "clamp_thrust", None) if enabled else None
     clamped = clamp(tick, fits) if clamp is not None else None
+    if clamped is None and tick.handback:  # the policy just handed control back: its torque step scaled down
+        clamp = getattr(model, "clamp_handback_torque", None)
+        clamped = clamp(tick, fits) if clamp is not None else None
     if clamped is None:
         tick.reject(unit, constraint, detail)
         return

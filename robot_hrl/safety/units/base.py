@@ -55,7 +55,7 @@ class Tick:
     __slots__ = (
         "now", "dt", "has_state", "predicted", "p", "v", "r", "w",
         "cmd", "policy", "prev", "est", "policy_valid",
-        "state_ok", "state_age", "subgoal_ok", "subgoal_age", "inference_s", "output_finite", "battery_v",
+        "state_ok", "state_age", "subgoal_ok", "subgoal_w", "subgoal_age", "inference_s", "output_finite", "battery_v",
         "reject_unit", "reject_constraint", "reject_detail",
         "hold_unit", "hold_constraint", "land_unit", "land_constraint", "motors_off",
         "interventions", "landing", "stop_box", "handback", "mode_prev", "reason_stage_prev",
@@ -90,6 +90,8 @@ class Tick:
         """Age of that state, s."""
         self.subgoal_ok = False
         """A finite subgoal is set."""
+        self.subgoal_w = None
+        """The subgoal (x, y, z world, m) as the policy flies to it, None when missing or not finite."""
         self.subgoal_age = 0.0
         """Age of the subgoal, s."""
         self.inference_s = 0.0

@@ -475,6 +475,50 @@ class DynamicsModel:
         tick.stop_box = end
         return [good, cmd[1], cmd[2], cmd[3]], f"thrust {t_cmd:.3f} -> {good:.3f} N (motors {t_est:.3f} N)"
 
+    def clamp_handback_torque(self, tick, accept):
+        """On a hand-back tick (``tick.handback``): the command with its roll and pitch torques moved toward the motors'
+        estimated torques just enough that ``accept(box)`` holds (``tick.stop_box`` left as the new command's box), or
+        None (``tick.cmd`` and the box unchanged) when even the motors' own torques give none, or on any other tick.
+
+        The hand-back box takes the body rates the torque step from the motors' torques to the command commits the
+        slowest motor to (:meth:`committed_rates`: ``T_m (tau_cmd - tau_est) / J``, about 1 rad/s per 1e-4 N m on the
+        Crazyflie). A trained policy hovering beside a wall or at its goal commands a few 1e-4 N m more than the
+        backup's hold; refused for that, the backup held again, judged the policy safe for ``backup.recover_s``,
+        handed back, and refused it again, until the episode ended (issue #16: the holds that never ended at the goal).
+        Moving the two torques toward the estimate scales that step down, and at the estimate the committed rates are
+        the measured ones: the box of any tick that is not a hand-back. Bisection (:attr:`CLAMP_ITERATIONS`) keeping
+        the accepted end: the result is judged exactly as an unchanged command would be (the same box, the same test).
+        Thrust and yaw torque untouched."""
+        if not tick.handback:
+            return None
+        cmd = tick.cmd
+        r_cmd, p_cmd = cmd[1], cmd[2]
+        r_est, p_est = tick.est[1], tick.est[2]
+        if r_cmd == r_est and p_cmd == p_est:
+            return None
+        box = tick.stop_box
+        cmd[1], cmd[2] = r_est, p_est
+        tick.stop_box = None
+        end = self.stopping_box(tick)
+        if not accept(end):
+            cmd[1], cmd[2] = r_cmd, p_cmd
+            tick.stop_box = box
+            return None
+        bad, good = 1.0, 0.0  # the share of the torque step kept
+        for _ in range(self.CLAMP_ITERATIONS):
+            mid = 0.5 * (bad + good)
+            cmd[1], cmd[2] = r_est + mid * (r_cmd - r_est), p_est + mid * (p_cmd - p_est)
+            tick.stop_box = None
+            b = self.stopping_box(tick)
+            if accept(b):
+                good, end = mid, b
+            else:
+                bad = mid
+        cmd[1], cmd[2] = r_cmd, p_cmd
+        tick.stop_box = end
+        kept = [cmd[0], r_est + good * (r_cmd - r_est), p_est + good * (p_cmd - p_est), cmd[3]]
+        return kept, f"hand-back torque step x{good:.3f} (roll {r_cmd:.2e} -> {kept[1]:.2e}, pitch {p_cmd:.2e} -> {kept[2]:.2e} N m)"
+
     def approach_travel_m(self, tick, n) -> float:
         """How far the robot travels along the unit world direction ``n`` before it stands still, if the tick's
         command acts for the reaction time and the backup then brakes (:meth:`stopping_distance` along ``n``;
