@@ -111,6 +111,9 @@ def main(argv=None) -> int:
     ap.add_argument("--png", default=None, help="write the figure here")
     ap.add_argument("--json", default=None, help="write the breakdown here")
     ap.add_argument("--no-twin", action="store_true", help="skip the unshielded twin run")
+    ap.add_argument("--warm-s", type=float, default=0.0, metavar="S",
+                    help="hold the start S seconds with the shield before each timed episode (sim/safety_eval.py --warm-s: "
+                    "the cost in flight, the hover-thrust estimate converged); 0: a fresh shield at the spawn")
     args = ap.parse_args(argv)
 
     steps = int(round(args.episode_s / 0.01))
@@ -124,13 +127,13 @@ def main(argv=None) -> int:
 
     t0 = time.time()
     res = safety_eval.run("trained", args.episodes, args.episode_s, shield_config=args.config, seed=args.seed,
-                          randomize=args.randomize, progress=True, observer=observe)
+                          randomize=args.randomize, progress=True, observer=observe, warm_s=args.warm_s)
     t_shield = time.time() - t0
     print(res.summary())
     twin = None
     if not args.no_twin:
         twin = safety_eval.run("trained", args.episodes, args.episode_s, shielded=False, seed=args.seed,
-                               randomize=args.randomize, progress=True)
+                               randomize=args.randomize, progress=True, warm_s=args.warm_s)
         print(twin.summary())
     report = analyse(rec, res, twin, draws, args)
     report["wall_s_shielded"] = round(t_shield, 1)
@@ -153,7 +156,7 @@ def analyse(rec: Recorder, res, twin, draws, args) -> dict:
     out: dict = {"seed": args.seed, "episodes": n, "ticks": ticks, "randomize": bool(args.randomize),
                  "intervened_ticks": int(inter.sum()), "intervention_rate": float(inter.sum() / ticks),
                  "success_shielded": float(np.mean(res.episode_success)), "violations_shielded": res.episodes_with_violation}
-    print(f"\n== seed {args.seed}, {n} episodes x {steps} ticks, randomize={args.randomize}: "
+    print(f"\n== seed {args.seed}, {n} episodes x {steps} ticks, randomize={args.randomize}, warm-up {args.warm_s:g} s: "
           f"{_pct(inter.sum(), ticks):.2f} % of ticks intervened, success {_pct(sum(res.episode_success), n):.1f} %"
           + (f" (unshielded {_pct(sum(twin.episode_success), n):.1f} %, {twin.episodes_with_violation} episodes violate)" if twin else ""))
     print("\n-- records per unit.constraint (a tick may hold several; 'first' = the tick's first record)")

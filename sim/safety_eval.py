@@ -270,6 +270,7 @@ def run(
     declare_mass: str | bool = False,
     trace_ticks: int = 0,
     observer=None,
+    warm_s: float = 0.0,
 ) -> EvalResult:
     """Run ``episodes`` episodes at once (one batched env) and count violations.
     ``randomization``: overrides of the randomization ranges when ``randomize`` (see :func:`eval_env_cfg`).
@@ -281,7 +282,11 @@ def run(
     ``thrust_coefficient_scale_range``); ``"hover-thrust"`` the mass its rotors carry at a command, i.e. the collective
     thrust it hovers at over g (true mass over its thrust scale, as a hover log gives it), with both fractions 1.
     ``observer``: called every tick before the physics step as ``observer(k, env, outputs, shields)`` (``outputs``:
-    each episode's ShieldOutput, None without the shield): per-tick analyses (benchmarks/bench_shield_cost.py)."""
+    each episode's ShieldOutput, None without the shield): per-tick analyses (benchmarks/bench_shield_cost.py).
+    ``warm_s`` (trained and pd policies): before the timed episode the policy holds its start for this long with the
+    same shield in the loop (the spawn's tilt, speed and rates settle, the hover-thrust estimate converges, as after a
+    take-off the shield saw); then the goal is set and the episode's ``episode_s`` are counted. Violations are judged on
+    the warm-up too; interventions, modes, successes and the observer only on the timed part."""
     torch.set_num_threads(1)  # the shield loop is single-threaded; idle torch workers would only spin
     world = load_world(world_path)
     rng = np.random.default_rng(seed)
@@ -305,14 +310,21 @@ def run(
     set_states(env, ids, starts, rng, max_tilt_rad=math.radians(10), max_speed=0.3, max_rate=0.5)
     env.goal_w[:] = torch.tensor(starts, dtype=torch.float32)
     onnx = None
+    if not (math.isfinite(warm_s) and warm_s >= 0.0):
+        raise ValueError(f"warm_s must be a finite number of seconds >= 0, got {warm_s!r}")
+    if warm_s > 0.0 and policy not in ("trained", "pd"):
+        raise ValueError(f"warm_s is for the trained and pd policies (a hover before the episode), not {policy!r}")
+    warm_steps = int(round(warm_s / env.step_dt)) if warm_s > 0.0 else 0
     if policy == "adversary":
         targets = torch.tensor(adversary_targets(world, episodes, rng), dtype=torch.float32)
     elif policy == "trained":
         onnx = _load_onnx(onnx_path, robot)
-        env.goal_w[:] = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
+        goals_w = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
+        env.goal_w[:] = goals_w if warm_steps == 0 else torch.tensor(starts, dtype=torch.float32)
         applied = np.zeros((episodes, 4))
     elif policy == "pd":
-        env.goal_w[:] = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
+        goals_w = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
+        env.goal_w[:] = goals_w if warm_steps == 0 else torch.tensor(starts, dtype=torch.float32)
         pd_shield = Shield(config, robot, world, subgoal_radius_m)
         pd = [BackupController(pd_shield.model, config) for _ in range(episodes)]  # one per episode: each keeps its own state
     elif policy != "random":
@@ -330,9 +342,13 @@ def run(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=steps, desc=f"{policy} shield={'on' if shielded else 'off'}", unit="tick")
-    for k in range(steps):
-        now = k * dt
+        bar = tqdm(total=warm_steps + steps, desc=f"{policy} shield={'on' if shielded else 'off'}", unit="tick")
+    for kk in range(warm_steps + steps):
+        now = kk * dt
+        k = kk - warm_steps  # the timed episode's tick (negative during the warm-up)
+        timed = k >= 0
+        if k == 0 and warm_steps:
+            env.goal_w[:] = goals_w
         if policy == "random":
             actions = torch.rand((episodes, 4)) * 2.0 - 1.0
         elif policy == "adversary":
@@ -360,20 +376,21 @@ def run(
                 out[i] = o.actions
                 if outs is not None:
                     outs[i] = o
-                if o.interventions:
+                if o.interventions and timed:
                     result.intervention_ticks += 1
                     for rec in o.interventions:
                         key = f"{rec.unit}.{rec.constraint}"
                         by_constraint[key] = by_constraint.get(key, 0) + 1
-                mode_ticks[o.mode] = mode_ticks.get(o.mode, 0) + 1
+                if timed:
+                    mode_ticks[o.mode] = mode_ticks.get(o.mode, 0) + 1
                 modes_now[i] = o.mode if o.mode == "policy" else f"{o.mode}({o.reason})"
                 if o.mode in ("backup_land", "motors_off"):
                     landing[i] = True
             result.shield_seconds += time.perf_counter() - t0
             actions = torch.tensor(out, dtype=torch.float32)
-            if observer is not None:
+            if observer is not None and timed:
                 observer(k, env, outs, shields)
-        elif observer is not None:
+        elif observer is not None and timed:
             observer(k, env, None, None)
         if policy == "trained":
             applied = actions.double().numpy()
@@ -387,7 +404,8 @@ def run(
                          volts if shielded else None)
             trace.report_new(k, fence, altitude, collision, violated, env)
         violated |= fence | altitude | collision
-        result.ticks += episodes
+        if timed:
+            result.ticks += episodes
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -504,6 +522,11 @@ def main(argv=None) -> int:
                         help="each shield's config declares its airframe (stopping.airframe_mass_kg): 'mass' (the default) "
                         "its true mass, as weighed, the thrust fractions covering the rotors' spread only; 'hover-thrust' "
                         "the thrust it hovers at over g (mass over rotor scale, from a hover log), fractions 1")
+    parser.add_argument("--warm-s", type=float, default=0.0, metavar="S",
+                        help="trained and pd policies: hold the start for S seconds with the shield in the loop before the timed "
+                        "episode (the spawn settles and the hover-thrust estimate converges, as after a take-off the shield saw); "
+                        "interventions are counted on the timed part only, violations on both. 0 (default): a fresh shield at "
+                        "the spawn, the start of a flight")
     parser.add_argument("--trace", type=int, default=0, metavar="TICKS",
                         help="print the ground truth of the TICKS ticks before each episode's first violation (and its "
                         "randomized parameters): to find why the shield let it happen")
@@ -511,7 +534,7 @@ def main(argv=None) -> int:
     res = run(
         args.policy, args.episodes, args.episode_s, args.world, args.config, not args.no_shield, args.seed, args.randomize,
         progress=True, onnx_path=args.onnx, battery=not args.no_battery, declare_mass=args.declare_mass or False,
-        trace_ticks=args.trace,
+        trace_ticks=args.trace, warm_s=args.warm_s,
     )
     print(res.summary())
     return 0 if (res.violations == 0 or args.no_shield) else 1

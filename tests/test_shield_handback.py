@@ -237,3 +237,42 @@ def test_shipped_policy_ends_no_episode_held_where_it_reaches_its_goal_unshielde
     assert held == [], f"episodes still held at the end that succeed unshielded: {held}"
     lost = [i for i in range(60) if twin.episode_success[i] and not shielded.episode_success[i]]
     assert lost == [], shielded.summary()
+
+
+# ---- the evaluation in flight: --warm-s -----------------------------------------------------------------------------
+def test_warm_start_counts_the_timed_episode_with_the_estimate_converged():
+    """``safety_eval.run(warm_s=...)``: the same shield watches the policy hold its start first; the timed episode then
+    begins with every episode's hover-thrust estimate converged, and only its ticks are counted."""
+    pytest.importorskip("torch")
+    from sim import safety_eval
+
+    first: list = []
+
+    def observe(k, env, outputs, shields):
+        if k == 0:
+            first[:] = [s._by_name["hover_thrust"].converged for s in shields]
+            assert env.episode_length_buf.numel() == 20
+
+    res = safety_eval.run("trained", episodes=20, episode_s=1.0, seed=3, observer=observe, warm_s=2.5)
+    assert res.ticks == 20 * 100  # the warm-up's 250 ticks are not counted
+    assert sum(res.mode_ticks.values()) == res.ticks
+    assert first and all(first), first
+    assert res.violations == 0, res.summary()
+    cold: list = []
+
+    def observe_cold(k, env, outputs, shields):
+        if k == 0:
+            cold[:] = [s._by_name["hover_thrust"].converged for s in shields]
+
+    safety_eval.run("trained", episodes=20, episode_s=1.0, seed=3, observer=observe_cold)
+    assert not any(cold)  # a fresh shield at the spawn knows no airframe
+
+
+@pytest.mark.parametrize("policy, warm, fix", [("adversary", 1.0, "trained and pd"), ("trained", -1.0, ">= 0"),
+                                               ("trained", float("nan"), ">= 0")])
+def test_warm_start_refuses_what_it_cannot_mean(policy, warm, fix):
+    pytest.importorskip("torch")
+    from sim import safety_eval
+
+    with pytest.raises(ValueError, match=fix):
+        safety_eval.run(policy, episodes=2, episode_s=0.1, seed=0, warm_s=warm)
