@@ -71,7 +71,7 @@ def test_shipped_policy_hovering_beside_the_wall_gets_control_back_with_its_torq
     assert t.reject_unit is None
     rec = t.interventions[-1]
     assert (rec.unit, rec.constraint, rec.action) == ("obstacles", "approach", "clamp")
-    assert "hand-back torque step" in rec.detail
+    assert "hand-back torque" in rec.detail
     assert t.cmd[0] == cmd[0] and t.cmd[3] == cmd[3]
     assert abs(t.cmd[2]) < abs(cmd[2])
     assert s.obstacles._approach_violation(t.stop_box, p) is None

@@ -449,31 +449,50 @@ class DynamicsModel:
         the motors' lagged output: inside the actuator range and the slew limit the command was already held to, and
         the predicted speed (the larger of the two) does not grow. Bisection (:attr:`CLAMP_ITERATIONS`), keeping the
         accepted end: the result is judged exactly as an unchanged command would be (the same box, the same test)."""
-        cmd = tick.cmd
-        t_cmd, t_est = cmd[0], tick.est[0]
-        if t_cmd == t_est:
+        t_cmd, t_est = tick.cmd[0], tick.est[0]
+        kept = self._toward_motors(tick, accept, (0,))
+        if kept is None:
+            return None
+        return kept, f"thrust {t_cmd:.3f} -> {kept[0]:.3f} N (motors {t_est:.3f} N)"
+
+    def _toward_motors(self, tick, accept, terms: tuple) -> list | None:
+        """The one search of both clamps: the command with its ``terms`` moved from the command's values toward the
+        motors' estimate (``tick.est``) by the least share for which ``accept(box)`` holds, by bisection on the share of
+        the step kept (:attr:`CLAMP_ITERATIONS`, keeping the accepted end); ``tick.stop_box`` left as the kept command's
+        box and ``tick.cmd`` unchanged. None (box unchanged too) when the terms already are the motors' or even the
+        motors' give no accepted box."""
+        cmd, est = tick.cmd, tick.est
+        orig = [cmd[i] for i in terms]
+        if all(cmd[i] == est[i] for i in terms):
             return None
         box = tick.stop_box
-        cmd[0] = t_est
-        tick.stop_box = None
-        end = self.stopping_box(tick)
+
+        def judge(share: float):
+            for i, c in zip(terms, orig):
+                cmd[i] = est[i] + share * (c - est[i])
+            tick.stop_box = None
+            return self.stopping_box(tick)
+
+        end = judge(0.0)
         if not accept(end):
-            cmd[0] = t_cmd
+            for i, c in zip(terms, orig):
+                cmd[i] = c
             tick.stop_box = box
             return None
-        bad, good = t_cmd, t_est
+        bad, good = 1.0, 0.0
         for _ in range(self.CLAMP_ITERATIONS):
             mid = 0.5 * (bad + good)
-            cmd[0] = mid
-            tick.stop_box = None
-            b = self.stopping_box(tick)
+            b = judge(mid)
             if accept(b):
                 good, end = mid, b
             else:
                 bad = mid
-        cmd[0] = t_cmd
+        kept = list(cmd)
+        for i, c in zip(terms, orig):
+            kept[i] = est[i] + good * (c - est[i])
+            cmd[i] = c
         tick.stop_box = end
-        return [good, cmd[1], cmd[2], cmd[3]], f"thrust {t_cmd:.3f} -> {good:.3f} N (motors {t_est:.3f} N)"
+        return kept
 
     def clamp_handback_torque(self, tick, accept):
         """On a hand-back tick (``tick.handback``): the command with its roll and pitch torques moved toward the motors'
@@ -491,33 +510,11 @@ class DynamicsModel:
         Thrust and yaw torque untouched."""
         if not tick.handback:
             return None
-        cmd = tick.cmd
-        r_cmd, p_cmd = cmd[1], cmd[2]
-        r_est, p_est = tick.est[1], tick.est[2]
-        if r_cmd == r_est and p_cmd == p_est:
+        r_cmd, p_cmd = tick.cmd[1], tick.cmd[2]
+        kept = self._toward_motors(tick, accept, (1, 2))
+        if kept is None:
             return None
-        box = tick.stop_box
-        cmd[1], cmd[2] = r_est, p_est
-        tick.stop_box = None
-        end = self.stopping_box(tick)
-        if not accept(end):
-            cmd[1], cmd[2] = r_cmd, p_cmd
-            tick.stop_box = box
-            return None
-        bad, good = 1.0, 0.0  # the share of the torque step kept
-        for _ in range(self.CLAMP_ITERATIONS):
-            mid = 0.5 * (bad + good)
-            cmd[1], cmd[2] = r_est + mid * (r_cmd - r_est), p_est + mid * (p_cmd - p_est)
-            tick.stop_box = None
-            b = self.stopping_box(tick)
-            if accept(b):
-                good, end = mid, b
-            else:
-                bad = mid
-        cmd[1], cmd[2] = r_cmd, p_cmd
-        tick.stop_box = end
-        kept = [cmd[0], r_est + good * (r_cmd - r_est), p_est + good * (p_cmd - p_est), cmd[3]]
-        return kept, f"hand-back torque step x{good:.3f} (roll {r_cmd:.2e} -> {kept[1]:.2e}, pitch {p_cmd:.2e} -> {kept[2]:.2e} N m)"
+        return kept, f"hand-back torque (roll {r_cmd:.2e} -> {kept[1]:.2e}, pitch {p_cmd:.2e} -> {kept[2]:.2e} N m)"
 
     def approach_travel_m(self, tick, n) -> float:
         """How far the robot travels along the unit world direction ``n`` before it stands still, if the tick's
