@@ -82,10 +82,19 @@ def main() -> None:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     stop = threading.Event()
+    graph_lock = threading.Lock()
+    """Held by the spinner around each wait and by the main thread around creating or destroying a publisher or a
+    timer: rclpy's wait set is not safe against the node's entities changing under it from another thread (a CI run
+    lost every status after `stop_subgoals` destroyed the subgoal timer while the executor waited on it)."""
 
     def spin() -> None:
         while not stop.is_set():
-            executor.spin_once(timeout_sec=0.02)
+            try:
+                with graph_lock:
+                    executor.spin_once(timeout_sec=0.02)
+            except Exception as exc:  # noqa: BLE001 - the user keeps listening, and says what happened
+                print(f"SPIN_ERROR {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                time.sleep(0.01)
 
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
@@ -119,7 +128,8 @@ def main() -> None:
         say("GRAPH", {"nodes": sorted(node.get_node_names()), "topics": topics, "info": info})
 
     def pub_task(times: int, want: int, text: str) -> None:
-        pub = node.create_publisher(String, "/task", default)
+        with graph_lock:
+            pub = node.create_publisher(String, "/task", default)
         matched = wait_matched(pub, want)
         sent = 0
         for i in range(times):
@@ -131,7 +141,8 @@ def main() -> None:
             pub.publish(String(data=text))
             sent += 1
         time.sleep(0.5)
-        node.destroy_publisher(pub)
+        with graph_lock:
+            node.destroy_publisher(pub)
         say("SENT", {"matched": matched, "sent": sent})
 
     def send_subgoal() -> None:
@@ -143,7 +154,8 @@ def main() -> None:
         subgoal["pub"].publish(msg)
 
     def estop(times: int, want: int) -> None:
-        pub = node.create_publisher(Bool, "/estop", default)
+        with graph_lock:
+            pub = node.create_publisher(Bool, "/estop", default)
         matched = wait_matched(pub, want)
         with lock:
             mark = len(wrenches)
@@ -166,7 +178,8 @@ def main() -> None:
                     break
                 after += 1
         time.sleep(0.3)
-        node.destroy_publisher(pub)
+        with graph_lock:
+            node.destroy_publisher(pub)
         say("ESTOP", {"matched": matched, "off_s": off_s, "commands_with_thrust_after": after, "sent": sent})
 
     for line in sys.stdin:
@@ -179,12 +192,14 @@ def main() -> None:
         elif word == "subgoals":
             subgoal["xyz"] = tuple(float(v) for v in rest.split())
             if subgoal["pub"] is None:
-                subgoal["pub"] = node.create_publisher(PoseStamped, "/subgoal", default)
-                subgoal["timer"] = node.create_timer(0.2, send_subgoal)
+                with graph_lock:
+                    subgoal["pub"] = node.create_publisher(PoseStamped, "/subgoal", default)
+                    subgoal["timer"] = node.create_timer(0.2, send_subgoal)
             say("STREAMING", {"matched": wait_matched(subgoal["pub"])})
         elif word == "stop_subgoals":
             if subgoal["timer"] is not None:
-                node.destroy_timer(subgoal["timer"])
+                with graph_lock:
+                    node.destroy_timer(subgoal["timer"])
                 subgoal["timer"] = None
             say("STOPPED", {})
         elif word == "estop":
