@@ -170,8 +170,6 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
     return planners
 
 
-
-
 def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: float = 2.0, time_limit_s: float = 30.0,
                  goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0, contract=None, shielded: bool = False) -> dict:
     """One room in PyBullet: the goto skill through the runtime (OnnxPolicy), the rangers by rayTestBatch.

@@ -319,16 +319,17 @@ def run(
         targets = torch.tensor(adversary_targets(world, episodes, rng), dtype=torch.float32)
     elif policy == "trained":
         onnx = _load_onnx(onnx_path, robot)
-        goals_w = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
-        env.goal_w[:] = goals_w if warm_steps == 0 else torch.tensor(starts, dtype=torch.float32)
+        env.goal_w[:] = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
         applied = np.zeros((episodes, 4))
     elif policy == "pd":
-        goals_w = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
-        env.goal_w[:] = goals_w if warm_steps == 0 else torch.tensor(starts, dtype=torch.float32)
+        env.goal_w[:] = torch.tensor(sample_goals(robot, world, starts, rng, subgoal_radius_m), dtype=torch.float32)
         pd_shield = Shield(config, robot, world, subgoal_radius_m)
         pd = [BackupController(pd_shield.model, config) for _ in range(episodes)]  # one per episode: each keeps its own state
     elif policy != "random":
         raise ValueError(f"unknown policy {policy!r}; choose random, adversary, pd or trained")
+    goals_w = env.goal_w.clone()
+    if warm_steps:  # the warm-up holds the start; the goals are set when the timed episode begins
+        env.goal_w[:] = torch.tensor(starts, dtype=torch.float32)
     checker = ViolationChecker(world, robot, env)
     trace = ViolationTrace(env, trace_ticks) if trace_ticks > 0 else None
     result = EvalResult(policy=policy, shielded=shielded, episodes=episodes)

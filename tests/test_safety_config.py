@@ -76,6 +76,9 @@ _DELETE = object()
         (("altitude", "clamp_thrust"), "sometimes", "altitude.clamp_thrust"),
         (("obstacles", "clamp_thrust"), [True], "obstacles.clamp_thrust"),
         (("hover_thrust", "use_in_stopping_model"), "maybe", "hover_thrust.use_in_stopping_model"),
+        (("backup", "creep_speed_mps"), -0.1, "backup.creep_speed_mps"),
+        (("backup", "creep_speed_mps"), 5.0, "backup.creep_speed_mps"),
+        (("backup", "creep_speed_mps"), float("nan"), "backup.creep_speed_mps"),
     ],
 )
 def test_invalid_values_are_refused_naming_the_key(raw, path, value, expected):

@@ -184,11 +184,12 @@ class Shield:
         self._lag = _unrolled_lag(self.action.size, self.model.estimate_gain)
         self._recover_s = config.backup.recover_s
         self._hold_inset = config.backup.hold_inset_m
-        self._creep_step_m = config.backup.creep_speed_mps * self.model.dt
-        """How far a hold's target moves toward the subgoal per tick (``backup.creep_speed_mps``; 0: it stays)."""
-        o = self._by_name.get("obstacles")
-        self._creep_boxes = () if o is None else o.raw
-        """The world's boxes (min x, y, z, max x, y, z), as the obstacle unit reads them: the creep's clearances."""
+        no_map = "range_obstacles" in self._by_name  # a room nobody mapped: nothing says the way is clear
+        self._creep_step_m = 0.0 if no_map else config.backup.creep_speed_mps * self.model.dt
+        """How far a hold's target moves toward the subgoal per tick (``backup.creep_speed_mps``; 0: it stays, and
+        always with the range source listed)."""
+        self._creep_boxes = world.solid_boxes()
+        """The world's boxes the creep keeps its clearance from (``Box.distance``)."""
         self._creep_margin = config.subgoal.obstacle_margin_m + robot.collision_radius_m
         self._land_timeout = config.backup.land_timeout_s
         self._floor = world.bounds.min[2]
@@ -580,14 +581,7 @@ class Shield:
 
     def _clearance_m(self, q) -> float:
         """The distance from ``q`` to the nearest of the world's boxes (inf without any)."""
-        best = math.inf
-        x, y, z = q
-        for b in self._creep_boxes:
-            dx = max(b[0] - x, x - b[3], 0.0)
-            dy = max(b[1] - y, y - b[4], 0.0)
-            dz = max(b[2] - z, z - b[5], 0.0)
-            best = min(best, math.sqrt(dx * dx + dy * dy + dz * dz))
-        return best
+        return min((b.distance(q) for b in self._creep_boxes), default=math.inf)
 
     def _creep_target(self, t: Tick) -> None:
         """A hold that an envelope or command unit put in place (the policy's command refused: a stopping box that
@@ -608,7 +602,7 @@ class Shield:
         goal = t.subgoal_w
         if goal is None or t.predicted or unit is None or unit.stage not in ("envelope", "command"):
             return
-        if "range_obstacles" in self._by_name or t.subgoal_age > self.watchdog.subgoal_timeout:
+        if t.subgoal_age > self.watchdog.subgoal_timeout:
             return
         h = self._hold_target
         d = math.dist(h, goal)
