@@ -109,8 +109,10 @@ def test_limits_output_satisfies_its_constraints(rpy, w, v, cmd, prev):
     if not names & {"attitude", "body_rate"}:
         for i in range(4):
             assert abs(out[i] - t.prev[i]) <= unit.slew[i] + TOL
-    # velocity: rejected exactly when the predicted speed is over the limit and growing
-    vh, v0 = unit.predicted_speed(v, t.r, max(out[0], t.thrust_est))
+    # velocity: rejected exactly when the predicted speed (the model's one prediction) is over the limit and growing
+    from robot_hrl.robots.quadrotor.shield.model import predicted_speed as _predicted_speed
+
+    vh, v0 = _predicted_speed(t, unit.m, unit.speed_h), math.sqrt(sum(c * c for c in v))
     assert (t.reject_constraint == "velocity") == (vh > unit.max_speed and vh >= v0)
 
 

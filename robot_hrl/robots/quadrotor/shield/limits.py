@@ -23,9 +23,10 @@ Where the rate and attitude constraints cannot both be met inside the slew box, 
 way (it protects the motors; the others protect the flight). Where they cannot be met inside
 the actuator range, the unit commands the range's best corner and records it.
 
-5. ``velocity``: the speed predicted ``speed_horizon_s`` ahead from the commanded thrust must
-   not exceed ``max_speed_mps`` while growing; a wrench cannot be clamped into a speed limit
-   without side effects, so the command is rejected and the backup brakes.
+5. ``velocity``: the speed predicted ``speed_horizon_s`` ahead from the commanded thrust
+   (``DynamicsModel.predicted_speed``, the obstacle unit's slowdown prediction) must not exceed
+   ``max_speed_mps`` while growing; a wrench cannot be clamped into a speed limit without side
+   effects, so the command is rejected and the backup brakes.
 """
 
 from __future__ import annotations
@@ -120,15 +121,6 @@ class LimitsUnit(ShieldUnit):
             x_max = margin / tl  # beyond the limit: the tilt must come back
         return h * ax / jx, h * ay / jy, x_max - (ax * w[0] + ay * w[1])
 
-    def predicted_speed(self, v, r, thrust: float) -> tuple[float, float]:
-        m = self.m
-        h = self.speed_h
-        acc = thrust / m.mass
-        px = v[0] + h * acc * r[2]
-        py = v[1] + h * acc * r[5]
-        pz = v[2] + h * (acc * r[8] - m.g)
-        return math.sqrt(px * px + py * py + pz * pz), math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-
     # ---- the unit ---------------------------------------------------------------------------
     def check(self, tick: Tick) -> None:
         self.begin()
@@ -208,8 +200,9 @@ class LimitsUnit(ShieldUnit):
                     cmd[3] = -ym
                 tick.record(self, "attitude", before, tuple(cmd))
         # 5. velocity
-        speed_h, speed = self.predicted_speed(tick.v, tick.r, max(cmd[0], tick.est[0]))
-        if speed_h > self.max_speed and speed_h >= speed:
+        v = tick.v
+        speed_h = self.m.predicted_speed(tick, self.speed_h)
+        if speed_h > self.max_speed and speed_h >= math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]):
             tick.reject(self, "velocity", f"predicted speed {speed_h:.2f} m/s > {self.max_speed} m/s")
 
     @staticmethod

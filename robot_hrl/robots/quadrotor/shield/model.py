@@ -172,10 +172,10 @@ class DynamicsModel:
         self.tilt_lag = self.design_motor_tau + self.dt + self.latency
         """Time before a new torque command takes effect (design motor lag + one tick + latency), s."""
         self.tilt_alpha = 0.5 * self.high[1] / max(self.inertia[0], self.inertia[1])
+        """Angular deceleration (roll/pitch) with half the torque range, rad/s^2."""
         self.handback_ticks = int(math.ceil(self.tilt_lag / self.dt))
         """Ticks after the backup gives control back during which :meth:`committed_rates` still counts: a torque
         commanded then reaches the body within the design motor lag, a tick and the latency."""
-        """Angular deceleration (roll/pitch) with half the torque range, rad/s^2."""
         frac = cfg.stopping.brake_decel_fraction
         tilt = math.radians(cfg.backup.max_tilt_deg)
         self.backup_max_thrust_fraction = cfg.backup.max_thrust_fraction_of_max
