@@ -147,6 +147,32 @@ def test_non_finite_policy_output_goes_to_the_backup(bad):
     assert s.watchdog.counters.by_constraint["non_finite_output"] == 1
 
 
+@pytest.mark.parametrize("recover_s", [None, 0.1, 0.2])
+def test_one_rejected_tick_holds_for_the_debounce_and_no_longer(recover_s):
+    # backup.recover_s is a debounce: after one rejected tick the policy's (safe) command gets control back once it
+    # has been judged safe that long, not later (every single-tick rejection costs the policy recover_s of flight:
+    # issue #16, benchmarks/README.md "Issue #16: the hold's debounce"); None: the shipped YAML's value
+    cfg, world = _inputs()
+    if recover_s is not None:
+        cfg = cfg.model_copy(update={"backup": cfg.backup.model_copy(update={"recover_s": recover_s})})
+    s = Shield(cfg, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
+    pos = np.array([2.0, 2.3, 1.0])
+    hover = hover_actions(s)
+    for k in range(50):
+        assert s.step(ShieldInput(k * DT, state_at(pos, k * DT), hover, subgoal_w=pos)).mode == "policy"
+    bad = hover.copy()
+    bad[1] = np.nan
+    assert s.step(ShieldInput(50 * DT, state_at(pos, 50 * DT), bad, subgoal_w=pos)).mode == "backup_hold"
+    held = 1
+    k = 51
+    while s.step(ShieldInput(k * DT, state_at(pos, k * DT), hover, subgoal_w=pos)).mode == "backup_hold":
+        held += 1
+        k += 1
+        assert k < 200, "the policy never got control back"
+    # judged safe from tick 51 on; control returns on the tick at which recover_s has passed since then
+    assert held == 1 + round(cfg.backup.recover_s / DT)
+
+
 def test_missed_inference_deadline_goes_to_the_backup_for_that_tick():
     s = make_shield()
     pos = np.array([2.0, 2.3, 1.0])

@@ -133,6 +133,10 @@ class Shield:
     """Outputs before the latest measured state the dead reckoning's actuators are settled on (0.4 s at
     100 Hz: several motor time constants)."""
 
+    STAMP_TOLERANCE_S = 1e-9
+    """Rounding allowed when a duration between two stamps is compared with a configured one (stamps k / rate in
+    floating point: 0.61 - 0.51 < 0.1, which held the robot a tick past ``backup.recover_s``)."""
+
     BLIND_SETTLE_S = 1.0
     """A landing on a dead-reckoned state: once the estimate touches down, the collective thrust ramps to zero
     over this long, then the motors go off. The estimate knows neither the ground effect (which holds the robot
@@ -459,7 +463,7 @@ class Shield:
             return "policy"
         if self._safe_since is None:
             self._safe_since = now
-        if now - self._safe_since >= self._recover_s and self.mode == "backup_hold":
+        if now - self._safe_since >= self._recover_s - self.STAMP_TOLERANCE_S and self.mode == "backup_hold":
             self._hold_target = None
             return "policy"
         if self.mode == "motors_off":  # released estop or reset faults: back to the policy
