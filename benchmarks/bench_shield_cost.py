@@ -64,6 +64,12 @@ class Recorder:
             self.keys.append(key)
         return c
 
+    def is_first(self, key: str) -> np.ndarray:
+        """(steps, episodes): the ticks whose first record is ``key`` (none where ``key`` was never first on a tick:
+        a constraint recorded only after another one on the same tick)."""
+        c = self.key_code.get(key)
+        return self.first == c if c is not None else np.zeros(self.first.shape, dtype=bool)
+
     def __call__(self, k: int, env, outputs, shields) -> None:
         self.dt = env.step_dt
         pos = env.position_w.double().numpy()
@@ -179,7 +185,7 @@ def analyse(rec: Recorder, res, twin, draws, args) -> dict:
         tt = inter[sel].size
         row = {"t0_s": b * TIME_BIN_S, "all": _pct(inter[sel].sum(), tt)}
         for key in top:
-            row[key] = _pct((rec.first[sel] == rec.key_code[key]).sum(), tt)
+            row[key] = _pct(rec.is_first(key)[sel].sum(), tt)
         fl = rec.any_floor[sel]
         row["floor_converged_share"] = _pct((fl & rec.converged[sel]).sum(), fl.sum())
         row["converged_share"] = _pct(rec.converged[sel].sum(), tt)
@@ -310,7 +316,7 @@ def plot(rec: Recorder, res, twin, path: str, args) -> None:
     a = ax[0, 0]
     top = sorted(rec.records, key=lambda k: -rec.records[k])[:5]
     for key in top:
-        a.plot(t, 100 * (rec.first == rec.key_code[key]).mean(1), label=key)
+        a.plot(t, 100 * rec.is_first(key).mean(1), label=key)
     a.plot(t, 100 * (rec.first >= 0).mean(1), "k", lw=1.5, label="any")
     a.plot(t, 100 * rec.converged.mean(1), "k--", lw=1, label="hover-thrust estimate converged")
     a.set_xlabel("time since the episode's start, s")

@@ -1,0 +1,66 @@
+"""How often the shield's range source lets a hostile planner reach a box nobody mapped (issue #19, issue #16).
+
+The drill of ``sim/range_drill.py`` (the one ``tests/test_shield_range_obstacles.py`` flies): in PyBullet with its
+ray-tested rangers, a hostile planner drives the shipped goto skill at a box the shield's world file does not hold,
+from a random bearing at a random point of the box with a random yaw (``--along-axis``: along a ranger's axis).
+Each flight is judged from PyBullet's contacts. The same flights are flown unshielded and through the range source,
+optionally with the backup's debounce overridden (``--recover-s``), and the script prints the hits of each.
+
+    python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460
+    python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --recover-s 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 2)[2])
+    ap.add_argument("--first-seed", type=int, default=300, help="the first drill seed (seeds without a free run-up are skipped)")
+    ap.add_argument("--last-seed", type=int, default=460, help="one past the last drill seed")
+    ap.add_argument("--recover-s", type=float, default=None,
+                    help="override backup.recover_s (the hold's debounce) in the shield; default: the robot's YAML")
+    ap.add_argument("--along-axis", action="store_true", help="fly along a ranger's axis instead of from any bearing")
+    ap.add_argument("--no-bare", action="store_true", help="skip the unshielded flights")
+    args = ap.parse_args(argv)
+    if args.last_seed <= args.first_seed:
+        ap.error(f"--last-seed ({args.last_seed}) must be larger than --first-seed ({args.first_seed})")
+    if args.recover_s is not None and not args.recover_s >= 0.0:
+        ap.error(f"--recover-s must be a number of seconds >= 0, got {args.recover_s}")
+
+    from tqdm import tqdm
+
+    from robot_hrl.runtime import OnnxPolicy
+    from sim.range_drill import fly_at_a_box
+
+    policy = OnnxPolicy(REPO / "models" / "crazyflie_goto.onnx", provider="cpu")
+    backup = None if args.recover_s is None else {"recover_s": args.recover_s}
+    settings = [("through range_obstacles", ("range_obstacles",))] + ([] if args.no_bare else [("unshielded", ())])
+    t0 = time.perf_counter()
+    for label, units in settings:
+        flights, hits = 0, []
+        for seed in tqdm(range(args.first_seed, args.last_seed), desc=label, unit="seed"):
+            r = fly_at_a_box(policy, seed, units, any_bearing=not args.along_axis, backup=backup if units else None)
+            if r is None:
+                continue
+            flights += 1
+            if r["collided"]:
+                hits.append((seed, r["room"], r["counts"].get("stop", 0)))
+        print(f"{label:26s} flights {flights:4d}  reached the box {len(hits):4d}"
+              + (f"  (seed, room, stop rejections): {hits}" if units and hits else ""))
+    debounce = "the YAML's" if args.recover_s is None else f"{args.recover_s} s"
+    print(f"seeds {args.first_seed}-{args.last_seed - 1}, {'along an axis' if args.along_axis else 'any bearing'}, "
+          f"debounce {debounce}; {time.perf_counter() - t0:.0f} s wall")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
