@@ -236,7 +236,7 @@ def analyse(rec: Recorder, res, twin, draws, args) -> dict:
     out["floor_by_tilt"] = hist("tilt, deg", rec.tilt_deg.ravel(), rec.tilt_deg[fl], np.array([0, 5, 10, 15, 20, 25, 30, 35, 45, 90]))
     # the same for obstacles.approach
     if "obstacles.approach" in rec.key_code:
-        oa = rec.first == rec.key_code["obstacles.approach"]
+        oa = rec.is_first("obstacles.approach")
         out["approach_by_time"] = [_pct(oa[bins == b].sum(), oa.sum()) for b in range(nb)]
 
     # airframes

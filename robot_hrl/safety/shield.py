@@ -346,8 +346,13 @@ class Shield:
                 self._state = (p, v, q, w)
                 self._state_stamp = stamp
         sg = inp.subgoal_w
-        t.subgoal_ok = sg is not None and math.isfinite(float(sg[0]) + float(sg[1]) + float(sg[2]))
-        t.subgoal_w = (float(sg[0]), float(sg[1]), float(sg[2])) if t.subgoal_ok else None
+        if sg is not None:  # converted once: the finiteness test and the tick's copy share it
+            g = (float(sg[0]), float(sg[1]), float(sg[2]))
+            t.subgoal_ok = math.isfinite(g[0] + g[1] + g[2])
+            t.subgoal_w = g if t.subgoal_ok else None
+        else:
+            t.subgoal_ok = False
+            t.subgoal_w = None
         t.subgoal_age = 0.0 if inp.subgoal_stamp_s is None else now - inp.subgoal_stamp_s
         a = inp.actions
         a = a.tolist() if type(a) is np.ndarray else [float(x) for x in a]
