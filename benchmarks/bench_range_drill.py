@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 2)[2])
+                                 epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--first-seed", type=int, default=300, help="the first drill seed (seeds without a free run-up are skipped)")
     ap.add_argument("--last-seed", type=int, default=460, help="one past the last drill seed")
     ap.add_argument("--recover-s", type=float, default=None,

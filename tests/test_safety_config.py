@@ -79,6 +79,9 @@ _DELETE = object()
         (("backup", "creep_speed_mps"), -0.1, "backup.creep_speed_mps"),
         (("backup", "creep_speed_mps"), 5.0, "backup.creep_speed_mps"),
         (("backup", "creep_speed_mps"), float("nan"), "backup.creep_speed_mps"),
+        (("backup", "recover_s"), -0.1, "backup.recover_s"),
+        (("backup", "recover_s"), float("nan"), "backup.recover_s"),
+        (("backup", "recover_s"), "soon", "backup.recover_s"),
     ],
 )
 def test_invalid_values_are_refused_naming_the_key(raw, path, value, expected):
