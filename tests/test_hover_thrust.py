@@ -104,7 +104,8 @@ def _fly(draws, seconds: float, policy, cfg=None, start_z: float = 1.0):
         units = [s.unit("hover_thrust") for s in shields]
         bounds = [u.bounds() for u in units]
         log.append((np.array([u.filter.hover_n for u in units]), np.array([b[0] for b in bounds]),
-                    np.array([b[1] for b in bounds]), np.array([u.converged for u in units])))
+                    np.array([b[1] for b in bounds]), np.array([u.converged for u in units]),
+                    np.array([u.narrowed for u in units])))
         heights.append(env.position_w[:, 2].double().numpy().copy())
     return shields, truth, log, np.array(heights)
 
@@ -141,11 +142,13 @@ def test_the_estimate_converges_and_its_bounds_hold_the_truth_in_the_simulators_
     # a steady disturbance can put the truth just outside the airframe range the estimate is kept in (the lightest,
     # strongest airframe pushed up by 0.01 N): there the bound is the range's end, which the configured worst case is
     truth = np.clip(truth, unit.min_n, unit.max_n)
-    for k, (est, lo, hi, conv) in enumerate(log):
+    for k, (est, lo, hi, conv, narrowed) in enumerate(log):
         for i in range(len(draws)):
             if conv[i]:
                 converged_at[i] = k * 0.01 if converged_at[i] is None else converged_at[i]
-                # the bounds the stopping model would use never leave the truth out
+            if conv[i] or narrowed[i]:
+                # the bounds the stopping model uses (converged, or converging: narrow_after_samples) never leave the
+                # truth out
                 assert lo[i] <= truth[i] <= hi[i], (draws[i], k, lo[i], truth[i], hi[i])
     for i, d in enumerate(draws):
         if truth[i] in (unit.min_n, unit.max_n):  # beyond the range: the estimate sits at its end, the worst case
@@ -311,3 +314,37 @@ def test_the_filter_refuses_a_prior_outside_its_range_and_gates_an_outlier():
     before = f.hover_n
     assert not f.fuse(50.0, 0.3, 0.01)  # 5 g of innovation: gated, not fused
     assert f.hover_n == before and abs(before - 0.31) < 0.002
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(truth=st.floats(0.245, 0.39), bands=st.lists(st.floats(0.0, 0.06), min_size=30, max_size=120),
+       signs=st.lists(st.sampled_from((-1.0, 1.0)), min_size=120, max_size=120), seed=st.integers(0, 2**16))
+def test_the_bias_bound_covers_samples_whose_thrust_is_systematically_off_by_their_band(truth, bands, signs, seed):
+    """Each sample's thrust is off by its whole band, on the side hypothesis picks (the motors' lag is a systematic
+    error, not noise): the estimate stays within its standard deviations plus ``bias_n`` of the truth, and ``bias_n``
+    never exceeds the widest band fused."""
+    rng = np.random.default_rng(seed)
+    f = HoverThrustFilter(0.309, 0.075, 0.241, 0.392, 0.001, 3.0, 0.01, 0.1)
+    for band, sign in zip(bands, signs):
+        f.predict(0.01)
+        commanded = truth * float(rng.uniform(0.8, 1.2))
+        produced = commanded * (1.0 + sign * band)
+        f.fuse(G * produced / truth - G, commanded, 0.01, 0.0, band)
+    err = abs(f.hover_n - truth)
+    assert err <= 3.0 * f.sigma_n + f.bias_n * 1.05 + 1e-4, (err, f.sigma_n, f.bias_n)
+    assert f.bias_n <= max(bands) * f.hover_n + 1e-12
+
+
+def test_the_bias_bound_shrinks_as_narrow_bands_outweigh_wide_ones_and_a_reset_clears_it():
+    f = HoverThrustFilter(0.309, 0.075, 0.241, 0.392, 0.001, 3.0, 0.01, 0.1)
+    for _ in range(20):
+        f.predict(0.01)
+        f.fuse(0.0, 0.309, 0.01, 0.0, 0.05)
+    wide = f.bias_n
+    assert 0.8 * 0.05 * 0.309 < wide <= 0.05 * 0.309 + 1e-12
+    for _ in range(400):
+        f.predict(0.01)
+        f.fuse(0.0, 0.309, 0.01, 0.0, 0.0)
+    assert f.bias_n < 0.5 * wide
+    f.reset()
+    assert f.bias_n == 0.0

@@ -99,6 +99,14 @@ def test_limits_output_satisfies_its_constraints(rpy, w, v, cmd, prev):
         best = gx * (unit.lo[1] if gx > 0 else unit.hi[1]) + gy * (unit.lo[2] if gy > 0 else unit.hi[2])
         if best <= rhs:
             assert gx * out[1] + gy * out[2] <= rhs + 1e-9 * (1 + abs(rhs))
+    # the swing back: the other side of the slab, whenever both sides can be met in the range
+    hb = unit.tilt_back_halfplane(t.r, w)
+    if hp is not None and hb is not None:
+        gx, gy, rhs = hb
+        best_back = gx * (unit.lo[1] if gx > 0 else unit.hi[1]) + gy * (unit.lo[2] if gy > 0 else unit.hi[2])
+        fwd_best = hp[0] * (unit.lo[1] if hp[0] > 0 else unit.hi[1]) + hp[1] * (unit.lo[2] if hp[1] > 0 else unit.hi[2])
+        if best_back <= rhs and fwd_best <= hp[2] and -rhs <= hp[2]:
+            assert gx * out[1] + gy * out[2] <= rhs + 1e-9 * (1 + abs(rhs))
     # body rate: whenever the attitude did not need the torque outside the rate box
     if "attitude" not in names:
         for axis in range(3):
@@ -132,6 +140,8 @@ def test_limits_pass_a_satisfying_command_unchanged(rpy, w, cmd, delta):
         assume(rlo <= cmd_w[axis + 1] <= rhi)
     hp = unit.tilt_halfplane(t.r, w)
     assume(hp is None or hp[0] * cmd_w[1] + hp[1] * cmd_w[2] <= hp[2])
+    hb = unit.tilt_back_halfplane(t.r, w)
+    assume(hb is None or hb[0] * cmd_w[1] + hb[1] * cmd_w[2] <= hb[2])  # the swing back too
     unit.check(t)
     assert t.cmd == cmd_w
     assert t.interventions is None
@@ -613,3 +623,28 @@ def test_command_unit_lands_exactly_when_asked(requested, ticks):
         s.command.check(t)
         assert (t.land_unit is s.command) == requested
         assert t.hold_unit is None and t.reject_unit is None
+
+
+def test_limits_bound_the_swing_back_through_level_that_the_tilt_axis_alone_passed():
+    """2026-11-25: the adversary under randomization took 7 ticks of full torque that tilted the body back toward level
+    from 16 deg; the 0.14 s motors carried it through level and out to 61 deg. The half-plane judged only how far the
+    tilt could grow (a rate back toward level was always allowed); the slab's other side judges the swing back."""
+    unit = shield().limits
+    t = make_tick((2.0, 2.0, 1.0), (0.0, 0.0, 0.0), (0.2, 0.0, 0.0), (0.0, 0.0, 0.0), wrench_of((0.0, 0.0, 0.0, 0.0)))
+    s = math.sqrt(1.0 - t.r[8] ** 2)
+    ax, ay = t.r[7] / s, -t.r[6] / s
+    w = (-4.5 * ax, -4.5 * ay, 0.0)  # 4.5 rad/s back toward level (inside the 300 deg/s rate limit)
+    cmd = wrench_of((0.0, -1.0 if ax > 0 else 1.0, -1.0 if ay > 0 else 1.0, 0.0))  # and full torque further that way
+    t = make_tick((2.0, 2.0, 1.0), (0.0, 0.0, 0.0), (0.2, 0.0, 0.0), w, cmd, cmd)
+    gx, gy, rhs = unit.tilt_halfplane(t.r, w)
+    assert gx * cmd[1] + gy * cmd[2] <= rhs  # the tilt axis alone passes it
+    bx, by, brhs = unit.tilt_back_halfplane(t.r, w)
+    assert bx * cmd[1] + by * cmd[2] > brhs  # yet it swings out past the limit on the other side
+    unit.check(t)
+    assert "attitude" in constraint_names(t)
+    assert bx * t.cmd[1] + by * t.cmd[2] <= brhs + 1e-9
+    assert gx * t.cmd[1] + gy * t.cmd[2] <= rhs + 1e-9
+    # the swing the stop leaves: theta + the back rate's travel past level, within the limit
+    x = ax * (w[0] + unit.att_h * t.cmd[1] / unit.m.inertia[0]) + ay * (w[1] + unit.att_h * t.cmd[2] / unit.m.inertia[1])
+    theta = math.acos(t.r[8])
+    assert -x * unit.tilt_lag + x * x / (2.0 * unit.tilt_alpha) - theta <= unit.max_tilt + 1e-6

@@ -18,7 +18,12 @@ here from its documented design, not from its code:
   range the vehicle is designed for).
 
 What PX4 does not have and a shield needs: a per-measurement extra variance (``extra_var``), so a caller that knows
-the thrust only within a band (motors of unknown lag) can say how uncertain each sample's thrust is, and
+the thrust only within a band (motors of unknown lag) can say how uncertain each sample's thrust is; a **bias
+bound** (``bias_n``): a thrust known only within a band is a systematic error, not noise (the same motors lag the
+same way sample after sample), so each fused sample's band (``thrust_bias_fraction``) enters the estimate's bound
+with the weight the update gives that sample, ``bias <- (1 - kappa) bias + kappa f H`` (``kappa = K dh/dH``, the
+share of the new estimate the sample makes up: in the linearized update the estimate is a weighted mean of the
+prior and the samples' implied hover thrusts, each off by at most its band's fraction ``f``); and
 :meth:`HoverThrustFilter.bounds` (the estimate +- k standard deviations, within the range). Plain floats; robot-neutral
 (any vehicle whose vertical acceleration is its thrust over its mass minus gravity). The caller decides when a sample
 is usable and when to start again (:meth:`reset`): robot_hrl/robots/quadrotor/shield/hover_thrust.py.
@@ -44,6 +49,7 @@ class HoverThrustFilter:
 
     __slots__ = (
         "accel_var",
+        "bias_n",
         "fused",
         "g",
         "gate",
@@ -88,6 +94,9 @@ class HoverThrustFilter:
         self.ratio_lpf = 0.0
         self.innovation = 0.0
         self.test_ratio = 0.0
+        self.bias_n = 0.0
+        """Bound on the estimate's systematic error from the fused samples' thrust bands, N (0 at the prior: its
+        uncertainty is its standard deviation)."""
         self.fused = 0
         """Measurements fused since the last reset."""
         self.rejected = 0
@@ -103,10 +112,13 @@ class HoverThrustFilter:
         cap = self.prior_sigma_n * self.prior_sigma_n
         self.var = min(cap, var)
 
-    def fuse(self, accel_z_mps2: float, thrust_z_n: float, dt_s: float, extra_var: float = 0.0) -> bool:
+    def fuse(self, accel_z_mps2: float, thrust_z_n: float, dt_s: float, extra_var: float = 0.0,
+             thrust_bias_fraction: float = 0.0) -> bool:
         """Fuse one vertical acceleration (m/s^2, up) measured while the vertical thrust was ``thrust_z_n``;
         ``extra_var`` (m^2/s^4): this sample's own uncertainty on top of the learned noise (a thrust known only within
-        a band). True when it passed the innovation gate and was fused."""
+        a band); ``thrust_bias_fraction``: the most the thrust may be off as a fraction of ``thrust_z_n``, systematically
+        (the band's half-width over its middle; it enters ``bias_n``). True when it passed the innovation gate and
+        was fused."""
         g, h = self.g, self.hover_n
         jac = -g * thrust_z_n / (h * h)
         p = self.var
@@ -121,6 +133,8 @@ class HoverThrustFilter:
             k = p * jac / s
             h = h + k * innov
             self.hover_n = self.min_n if h < self.min_n else min(h, self.max_n)
+            kappa = k * jac  # in [0, 1): the sample's share of the new estimate
+            self.bias_n = (1.0 - kappa) * self.bias_n + kappa * thrust_bias_fraction * self.hover_n
             var = (1.0 - k * jac) * p
             self.var = max(1e-12, var)
             residual = accel_z_mps2 - (g * thrust_z_n / self.hover_n - g)

@@ -75,14 +75,18 @@ class HoverThrustCfg(BaseModel):
     min_thrust_fraction_of_weight: float = Field(ge=0.0, lt=1.0, description="no sample below this thrust (rotors near idle)")
     max_thrust_fraction_of_max: float = Field(gt=0.0, le=1.0, description="no sample above this of the chain's thrust on the battery")
     max_thrust_uncertainty_fraction: float = Field(gt=0.0, lt=0.5, description=(
-        "no sample while the band's half-width is more than this fraction of its middle (a transient); also the "
-        "systematic error the bounds allow for on top of bound_sigma"))
+        "no sample while the band's half-width is more than this fraction of its middle (a transient); each fused "
+        "sample's own fraction enters the bounds as a systematic error (the filter's bias_n)"))
     max_torque_spread_fraction: float = Field(gt=0.0, le=1.0, description=(
         "no sample while the torques split the rotors' forces by more than this fraction of their mean"))
     max_disturbance_accel_mps2: float = Field(ge=0.0, description="a steady vertical disturbance the bounds are derated for")
     use_in_stopping_model: bool = Field(description=(
         "the stopping model's airframe from the converged estimate's bounds (True) or always the configured worst case "
         "(False: the estimate feeds the backup's thrust forward only)"))
+    narrow_after_samples: int = Field(default=0, ge=0, le=10_000, description=(
+        "before convergence too, the stopping model's airframe narrows to the estimate's bounds once this many samples "
+        "are fused since the last (re)start and no offset is detected (0: the worst case until converged); with "
+        "use_in_stopping_model only"))
 
     @model_validator(mode="after")
     def _ordered(self) -> HoverThrustCfg:
@@ -141,11 +145,12 @@ class HoverThrustUnit(ShieldUnit):
         # a rotor's share of each torque (an X or + mixer: the rotors' lever arms; yaw through the drag torque)
         self._spread_k = (1.0 / (n * max(min(ys), 1e-6)), 1.0 / (n * max(min(xs), 1e-6)), 1.0 / (n * robot.torque_to_thrust_m))
         self._n_rotors = n
-        self.bias_fraction = c.max_thrust_uncertainty_fraction + (
-            ground_effect_gain(robot, c.min_height_m, 1.0, ground_effect_height_clip_m(robot)) - 1.0)
-        """The systematic error the bounds allow for, as a fraction of the estimate: the widest thrust band a sample
-        may have, plus the ground effect at ``min_height_m`` (not compensated: the training simulator has none)."""
+        self.ground_effect_fraction = ground_effect_gain(robot, c.min_height_m, 1.0, ground_effect_height_clip_m(robot)) - 1.0
+        """The systematic error the bounds allow for on top of the samples' thrust bands (the filter's ``bias_n``), as a
+        fraction of the estimate: the ground effect at ``min_height_m`` (not compensated: the training simulator has
+        none)."""
         model.disturbance_accel_mps2 = c.max_disturbance_accel_mps2
+        self._narrowing = c.use_in_stopping_model and c.narrow_after_samples > 0
         self.fault_counts = {f: 0 for f in FAULTS}
         self.samples_used = 0
         self.samples_skipped = 0
@@ -155,6 +160,8 @@ class HoverThrustUnit(ShieldUnit):
         self.filter.reset()
         self.converged = False
         self.ever_converged = False
+        self.narrowed = False
+        """The stopping model's airframe is the estimate's bounds (converged, or converging: ``narrow_after_samples``)."""
         self.feedforward_n: float | None = None
         """The latest converged estimate: the backup's feed-forward (kept through a fault: the airframe has not changed;
         the bounds go back to the worst case). None: never converged, the model's mass."""
@@ -182,6 +189,7 @@ class HoverThrustUnit(ShieldUnit):
         self._in_fault = True
         self.filter.reset()
         self.converged = False
+        self.narrowed = False
         self._good_since = None
         self._last_stamp = None
         self.m.set_hover_thrust(self.feedforward_n)
@@ -258,35 +266,42 @@ class HoverThrustUnit(ShieldUnit):
                   and (hi_t / self._n_rotors + spread) * self._n_rotors <= c.max_thrust_fraction_of_max * m.max_total_thrust)
         if usable:
             acc_half = half * r22 * m.g / f.hover_n
-            f.fuse(a_z, mid * r22, dt, acc_half * acc_half)
+            f.fuse(a_z, mid * r22, dt, acc_half * acc_half, half / mid)
             self.samples_used += 1
         else:
             self.samples_skipped += 1
-        good = f.sigma_n < c.converged_sigma_n and not f.offset_detected
-        if not good:
+        offset = f.offset_detected
+        if f.sigma_n < c.converged_sigma_n and not offset:
+            if self._good_since is None:
+                self._good_since = now
+            if now - self._good_since >= c.converged_hold_s:
+                self.converged = True
+        else:
             self._good_since = None
-            if self.converged:
-                self.converged = False
-                m.set_hover_thrust(self.feedforward_n)
-            return
-        if self._good_since is None:
-            self._good_since = now
-        if now - self._good_since >= c.converged_hold_s:
-            self.converged = True
+            self.converged = False
         if self.converged:
             self.feedforward_n = f.hover_n
             self.ever_converged = True
+            self.narrowed = c.use_in_stopping_model
             if c.use_in_stopping_model:
                 lo_n, hi_n = self.bounds()
                 m.set_hover_thrust(f.hover_n, lo_n, hi_n)
             else:
                 m.set_hover_thrust(f.hover_n)
+        elif self._narrowing and f.fused >= c.narrow_after_samples and not offset:
+            self.narrowed = True  # converging: the bounds (wide while sigma is) already hold the airframe
+            lo_n, hi_n = self.bounds()
+            m.set_hover_thrust(self.feedforward_n, lo_n, hi_n)
+        elif self.narrowed or m.hover_thrust_n != self.feedforward_n:
+            self.narrowed = False
+            m.set_hover_thrust(self.feedforward_n)
 
     def bounds(self) -> tuple[float, float]:
         """The hover thrust's bounds the model may use, N: the estimate -+ (``bound_sigma`` standard deviations + the
-        systematic error ``bias_fraction`` of it), within the airframe range."""
+        systematic error of the fused samples' thrust bands, ``bias_n``, + the ground effect's ``ground_effect_fraction``
+        of it), within the airframe range."""
         f = self.filter
-        d = self.cfg.bound_sigma * f.sigma_n + self.bias_fraction * f.hover_n
+        d = self.cfg.bound_sigma * f.sigma_n + f.bias_n + self.ground_effect_fraction * f.hover_n
         lo, hi = f.hover_n - d, f.hover_n + d
         return (max(f.min_n, lo), min(f.max_n, hi))
 
@@ -303,6 +318,7 @@ class HoverThrustUnit(ShieldUnit):
         lo, hi = self.bounds()
         v = d["values"]
         v["braking_on"] = ("estimate" if self.converged and self.cfg.use_in_stopping_model else
+                           "estimate, converging (hover_thrust.narrow_after_samples)" if self.narrowed else
                            "worst case (the estimate feeds the backup only: hover_thrust.use_in_stopping_model false)"
                            if self.converged else
                            f"worst case ({'after ' + self.last_fault if self.last_fault else 'not converged'})")

@@ -18,6 +18,11 @@ In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
    the robot can stop (motor lag, then half its torque authority) before ``max_tilt_deg``
    (a half-plane on (tau_x, tau_y)); the torque is projected onto it, and the yaw torque is
    bounded by ``tilted_yaw_torque_fraction`` of its range (roll and pitch get the mixer first).
+   **The swing back** (:meth:`LimitsUnit.tilt_back_halfplane`): a tilt rate toward level was never judged, and with
+   slow motors it carried the body through level and out the other side (2026-11-25: 16 deg to 61 deg in 0.2 s on
+   a 0.14 s motor, the adversary under randomization; benchmarks/README.md, "Issue #16: the band as a bias, and
+   the swing back"). Taking the tilt back at rate ``-x``, the body stops ``x t_lag + x^2 / (2 alpha)`` past where it
+   started, so that must stay within ``theta + max_tilt_deg``: the other side of the same slab on the torque.
 
 Where the rate and attitude constraints cannot both be met inside the slew box, the slew gives
 way (it protects the motors; the others protect the flight). Where they cannot be met inside
@@ -121,6 +126,27 @@ class LimitsUnit(ShieldUnit):
             x_max = margin / tl  # beyond the limit: the tilt must come back
         return h * ax / jx, h * ay / jy, x_max - (ax * w[0] + ay * w[1])
 
+    def tilt_back_halfplane(self, r, w):
+        """(g_x, g_y, rhs): the swing back, g . (tau_x, tau_y) <= rhs, or None when level.
+
+        The tilt rate x (as in :meth:`tilt_halfplane`) taking the tilt back toward level (x < 0) carries the body
+        through level and stops it ``|x| t_lag + x^2 / (2 alpha)`` from where it is: at most ``theta + max_tilt``,
+        so ``-x <= alpha (-t_lag + sqrt(t_lag^2 + 2 (theta + max_tilt) / alpha))``. The other side of the
+        half-plane's slab (the same direction ``a``)."""
+        c = r[8]
+        s2 = 1.0 - c * c
+        if s2 < 1e-12:
+            return None
+        s = math.sqrt(s2)
+        theta = math.acos(max(-1.0, min(1.0, c)))
+        ax = r[7] / s
+        ay = -r[6] / s
+        h = self.att_h
+        jx, jy, _ = self.m.inertia
+        tl, alpha = self.tilt_lag, self.tilt_alpha
+        x_back = alpha * (-tl + math.sqrt(tl * tl + 2.0 * (theta + self.max_tilt) / alpha))
+        return -h * ax / jx, -h * ay / jy, x_back + (ax * w[0] + ay * w[1])
+
     # ---- the unit ---------------------------------------------------------------------------
     def check(self, tick: Tick) -> None:
         self.begin()
@@ -182,23 +208,26 @@ class LimitsUnit(ShieldUnit):
         if before is not None:
             tick.record(self, "body_rate", before, tuple(cmd))
         # 4. attitude: half-plane on (tau_x, tau_y) within the box
-        hp = self.tilt_halfplane(tick.r, w)
-        if hp is not None:
+        before = tuple(cmd)
+        acted = False
+        for hp in (self.tilt_halfplane(tick.r, w), self.tilt_back_halfplane(tick.r, w)):  # the slab's two sides
+            if hp is None:
+                continue
             gx, gy, rhs = hp
             tx, ty = cmd[1], cmd[2]
-            val = gx * tx + gy * ty
-            if val > rhs:
-                before = tuple(cmd)
+            if gx * tx + gy * ty > rhs:
                 tx, ty = self._project(gx, gy, rhs, tx, ty, box_lo, box_hi)
                 if gx * tx + gy * ty > rhs + 1e-12:  # not feasible inside the box: widen to the range
                     tx, ty = self._project(gx, gy, rhs, cmd[1], cmd[2], [lo[1], lo[2]], [hi[1], hi[2]])
                 cmd[1], cmd[2] = tx, ty
-                ym = self.tilted_yaw  # roll and pitch first: yaw's differential thrust would starve them
-                if cmd[3] > ym:
-                    cmd[3] = ym
-                elif cmd[3] < -ym:
-                    cmd[3] = -ym
-                tick.record(self, "attitude", before, tuple(cmd))
+                acted = True
+        if acted:
+            ym = self.tilted_yaw  # roll and pitch first: yaw's differential thrust would starve them
+            if cmd[3] > ym:
+                cmd[3] = ym
+            elif cmd[3] < -ym:
+                cmd[3] = -ym
+            tick.record(self, "attitude", before, tuple(cmd))
         # 5. velocity
         v = tick.v
         speed_h = self.m.predicted_speed(tick, self.speed_h)
