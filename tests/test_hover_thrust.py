@@ -348,3 +348,49 @@ def test_the_bias_bound_shrinks_as_narrow_bands_outweigh_wide_ones_and_a_reset_c
     assert f.bias_n < 0.5 * wide
     f.reset()
     assert f.bias_n == 0.0
+
+
+def _narrowing(samples: int):
+    cfg = load_shield_config()
+    return cfg.model_copy(update={"hover_thrust": cfg.hover_thrust.model_copy(update={"narrow_after_samples": samples})})
+
+
+@pytest.mark.parametrize("truth", [0.26, 0.31, 0.37])
+def test_converging_the_stopping_model_narrows_to_the_bounds_and_a_fault_puts_back_the_worst_case(truth):
+    """``narrow_after_samples`` (shipped 10): once that many samples are fused and no offset is detected, the stopping
+    model brakes with the estimate's bounds before convergence (they hold the truth), the backup's feed-forward still
+    waits for convergence; off (0), the worst case until convergence. A fault puts back the worst case at once."""
+    assert load_shield_config().hover_thrust.narrow_after_samples == 10
+    seen = {}
+    for samples in (0, 10):
+        s = _shield(_narrowing(samples))
+        m, unit = s.model, s.unit("hover_thrust")
+        narrowed_before = None
+        for k, _ in _hover_flight(s, truth, 400):
+            if unit.converged:
+                break
+            worst = m.weak_fraction == m.weak_fraction_cfg and m.strong_fraction == m.strong_fraction_cfg
+            if unit.narrowed:
+                assert unit.filter.fused >= 10 and not unit.filter.offset_detected
+                lo, hi = unit.bounds()
+                assert lo <= truth <= hi, (k, lo, truth, hi)
+                assert m.ff_mass == m.mass  # the feed-forward waits for convergence
+                diag = next(d for d in s.diagnostics() if d["name"] == "shield/hover_thrust")
+                assert diag["values"]["braking_on"] == "estimate, converging (hover_thrust.narrow_after_samples)"
+                if not worst and narrowed_before is None:
+                    narrowed_before = k
+            else:
+                assert worst, (samples, k)
+        assert unit.converged
+        seen[samples] = narrowed_before
+    assert seen[0] is None  # off: the worst case until convergence
+    assert seen[10] is not None  # on: narrower than the worst case before convergence
+    # a fault (a non-finite state) puts back the worst case at once, and narrowing starts again only after 10 samples
+    s = _shield(_narrowing(10))
+    m, unit = s.model, s.unit("hover_thrust")
+    gen = _hover_flight(s, truth, 200, fault="nan_state", fault_at=150)
+    for k, _ in gen:
+        if k == 149:
+            assert unit.narrowed
+        if k >= 150:
+            assert not unit.narrowed and m.weak_fraction == m.weak_fraction_cfg and m.strong_fraction == m.strong_fraction_cfg
