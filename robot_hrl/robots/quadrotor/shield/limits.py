@@ -100,6 +100,21 @@ class LimitsUnit(ShieldUnit):
         lim = self.max_rate[axis]
         return j * (-lim - w[axis]) / h, j * (lim - w[axis]) / h
 
+    def _tilt_axis(self, r):
+        """(theta, a_x, a_y): the tilt from level (rad) and the unit axis the tilt rate is measured along, from the
+        body-to-world rotation ``r`` (row-major 3x3); None when level."""
+        c = r[8]
+        s2 = 1.0 - c * c
+        if s2 < 1e-12:
+            return None
+        s = math.sqrt(s2)
+        return math.acos(max(-1.0, min(1.0, c))), r[7] / s, -r[6] / s
+
+    def _stop_rate(self, travel: float) -> float:
+        """The largest tilt rate x (rad/s) that stops within ``travel`` rad: x t_lag + x^2 / (2 alpha) = travel."""
+        tl, alpha = self.tilt_lag, self.tilt_alpha
+        return alpha * (-tl + math.sqrt(tl * tl + 2.0 * travel / alpha))
+
     def tilt_halfplane(self, r, w):
         """(g_x, g_y, rhs): the attitude constraint g . (tau_x, tau_y) <= rhs, or None when level.
 
@@ -108,22 +123,15 @@ class LimitsUnit(ShieldUnit):
         where t_lag is the motor time constant and alpha the angular deceleration half the torque
         range gives. Solved for the largest allowed x, this is a half-plane on the torque.
         """
-        c = r[8]
-        s2 = 1.0 - c * c
-        if s2 < 1e-12:
+        axis = self._tilt_axis(r)
+        if axis is None:
             return None
-        s = math.sqrt(s2)
-        theta = math.acos(max(-1.0, min(1.0, c)))
-        ax = r[7] / s
-        ay = -r[6] / s
+        theta, ax, ay = axis
         h = self.att_h
         jx, jy, _ = self.m.inertia
         margin = self.max_tilt - theta
-        tl, alpha = self.tilt_lag, self.tilt_alpha
-        if margin >= 0.0:
-            x_max = alpha * (-tl + math.sqrt(tl * tl + 2.0 * margin / alpha))
-        else:
-            x_max = margin / tl  # beyond the limit: the tilt must come back
+        # beyond the limit: the tilt must come back
+        x_max = self._stop_rate(margin) if margin >= 0.0 else margin / self.tilt_lag
         return h * ax / jx, h * ay / jy, x_max - (ax * w[0] + ay * w[1])
 
     def tilt_back_halfplane(self, r, w):
@@ -133,18 +141,13 @@ class LimitsUnit(ShieldUnit):
         through level and stops it ``|x| t_lag + x^2 / (2 alpha)`` from where it is: at most ``theta + max_tilt``,
         so ``-x <= alpha (-t_lag + sqrt(t_lag^2 + 2 (theta + max_tilt) / alpha))``. The other side of the
         half-plane's slab (the same direction ``a``)."""
-        c = r[8]
-        s2 = 1.0 - c * c
-        if s2 < 1e-12:
+        axis = self._tilt_axis(r)
+        if axis is None:
             return None
-        s = math.sqrt(s2)
-        theta = math.acos(max(-1.0, min(1.0, c)))
-        ax = r[7] / s
-        ay = -r[6] / s
+        theta, ax, ay = axis
         h = self.att_h
         jx, jy, _ = self.m.inertia
-        tl, alpha = self.tilt_lag, self.tilt_alpha
-        x_back = alpha * (-tl + math.sqrt(tl * tl + 2.0 * (theta + self.max_tilt) / alpha))
+        x_back = self._stop_rate(theta + self.max_tilt)
         return -h * ax / jx, -h * ay / jy, x_back + (ax * w[0] + ay * w[1])
 
     # ---- the unit ---------------------------------------------------------------------------
