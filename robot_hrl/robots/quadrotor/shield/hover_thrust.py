@@ -292,7 +292,7 @@ class HoverThrustUnit(ShieldUnit):
             self.narrowed = True  # converging: the bounds (wide while sigma is) already hold the airframe
             lo_n, hi_n = self.bounds()
             m.set_hover_thrust(self.feedforward_n, lo_n, hi_n)
-        elif self.narrowed or m.hover_thrust_n != self.feedforward_n:
+        elif self.narrowed:  # back to the worst case (the feed-forward is unchanged)
             self.narrowed = False
             m.set_hover_thrust(self.feedforward_n)
 

@@ -18,7 +18,7 @@ In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
    the robot can stop (motor lag, then half its torque authority) before ``max_tilt_deg``
    (a half-plane on (tau_x, tau_y)); the torque is projected onto it, and the yaw torque is
    bounded by ``tilted_yaw_torque_fraction`` of its range (roll and pitch get the mixer first).
-   **The swing back** (:meth:`LimitsUnit.tilt_back_halfplane`): a tilt rate toward level was never judged, and with
+   **The swing back** (:meth:`LimitsUnit.tilt_slab`'s second side): a tilt rate toward level was never judged, and with
    slow motors it carried the body through level and out the other side (2026-11-25: 16 deg to 61 deg in 0.2 s on
    a 0.14 s motor, the adversary under randomization; benchmarks/README.md, "Issue #16: the band as a bias, and
    the swing back"). Taking the tilt back at rate ``-x``, the body stops ``x t_lag + x^2 / (2 alpha)`` past where it
@@ -100,55 +100,50 @@ class LimitsUnit(ShieldUnit):
         lim = self.max_rate[axis]
         return j * (-lim - w[axis]) / h, j * (lim - w[axis]) / h
 
-    def _tilt_axis(self, r):
-        """(theta, a_x, a_y): the tilt from level (rad) and the unit axis the tilt rate is measured along, from the
-        body-to-world rotation ``r`` (row-major 3x3); None when level."""
-        c = r[8]
-        s2 = 1.0 - c * c
-        if s2 < 1e-12:
-            return None
-        s = math.sqrt(s2)
-        return math.acos(max(-1.0, min(1.0, c))), r[7] / s, -r[6] / s
-
     def _stop_rate(self, travel: float) -> float:
         """The largest tilt rate x (rad/s) that stops within ``travel`` rad: x t_lag + x^2 / (2 alpha) = travel."""
         tl, alpha = self.tilt_lag, self.tilt_alpha
         return alpha * (-tl + math.sqrt(tl * tl + 2.0 * travel / alpha))
 
-    def tilt_halfplane(self, r, w):
-        """(g_x, g_y, rhs): the attitude constraint g . (tau_x, tau_y) <= rhs, or None when level.
+    def tilt_slab(self, r, w):
+        """The attitude constraint's two sides on (tau_x, tau_y), each (g_x, g_y, rhs) with g . tau <= rhs: (the tilt,
+        the swing back), or None when level.
 
-        The tilt rate after the torque acts for ``attitude_horizon_s``, x = dtheta/dt + h a.(tau/J),
-        must let the tilt stop within the limit: theta + x t_lag + x^2 / (2 alpha) <= max_tilt,
-        where t_lag is the motor time constant and alpha the angular deceleration half the torque
-        range gives. Solved for the largest allowed x, this is a half-plane on the torque.
-        """
-        axis = self._tilt_axis(r)
-        if axis is None:
+        The tilt: the tilt rate after the torque acts for ``attitude_horizon_s``, x = dtheta/dt + h a.(tau/J), must let
+        the tilt stop within the limit: theta + x t_lag + x^2 / (2 alpha) <= max_tilt, where t_lag is the motor time
+        constant and alpha the angular deceleration half the torque range gives. Solved for the largest allowed x,
+        this is a half-plane on the torque.
+
+        The swing back: the same rate taking the tilt back toward level (x < 0) carries the body through level and
+        stops it ``|x| t_lag + x^2 / (2 alpha)`` from where it is: at most ``theta + max_tilt``, so
+        ``-x <= alpha (-t_lag + sqrt(t_lag^2 + 2 (theta + max_tilt) / alpha))``: the other side, the same direction
+        ``a``."""
+        c = r[8]
+        s2 = 1.0 - c * c
+        if s2 < 1e-12:
             return None
-        theta, ax, ay = axis
+        s = math.sqrt(s2)
+        theta = math.acos(max(-1.0, min(1.0, c)))
+        ax = r[7] / s
+        ay = -r[6] / s
         h = self.att_h
         jx, jy, _ = self.m.inertia
+        gx, gy = h * ax / jx, h * ay / jy
+        aw = ax * w[0] + ay * w[1]
         margin = self.max_tilt - theta
-        # beyond the limit: the tilt must come back
-        x_max = self._stop_rate(margin) if margin >= 0.0 else margin / self.tilt_lag
-        return h * ax / jx, h * ay / jy, x_max - (ax * w[0] + ay * w[1])
+        x_max = self._stop_rate(margin) if margin >= 0.0 else margin / self.tilt_lag  # beyond the limit: it must come back
+        x_back = self._stop_rate(theta + self.max_tilt)
+        return (gx, gy, x_max - aw), (-gx, -gy, x_back + aw)
+
+    def tilt_halfplane(self, r, w):
+        """The tilt's side of :meth:`tilt_slab` (g_x, g_y, rhs), or None when level."""
+        slab = self.tilt_slab(r, w)
+        return None if slab is None else slab[0]
 
     def tilt_back_halfplane(self, r, w):
-        """(g_x, g_y, rhs): the swing back, g . (tau_x, tau_y) <= rhs, or None when level.
-
-        The tilt rate x (as in :meth:`tilt_halfplane`) taking the tilt back toward level (x < 0) carries the body
-        through level and stops it ``|x| t_lag + x^2 / (2 alpha)`` from where it is: at most ``theta + max_tilt``,
-        so ``-x <= alpha (-t_lag + sqrt(t_lag^2 + 2 (theta + max_tilt) / alpha))``. The other side of the
-        half-plane's slab (the same direction ``a``)."""
-        axis = self._tilt_axis(r)
-        if axis is None:
-            return None
-        theta, ax, ay = axis
-        h = self.att_h
-        jx, jy, _ = self.m.inertia
-        x_back = self._stop_rate(theta + self.max_tilt)
-        return -h * ax / jx, -h * ay / jy, x_back + (ax * w[0] + ay * w[1])
+        """The swing back's side of :meth:`tilt_slab` (g_x, g_y, rhs), or None when level."""
+        slab = self.tilt_slab(r, w)
+        return None if slab is None else slab[1]
 
     # ---- the unit ---------------------------------------------------------------------------
     def check(self, tick: Tick) -> None:
@@ -210,21 +205,19 @@ class LimitsUnit(ShieldUnit):
                 cmd[i] = blo if x < blo else bhi
         if before is not None:
             tick.record(self, "body_rate", before, tuple(cmd))
-        # 4. attitude: half-plane on (tau_x, tau_y) within the box
-        before = tuple(cmd)
-        acted = False
-        for hp in (self.tilt_halfplane(tick.r, w), self.tilt_back_halfplane(tick.r, w)):  # the slab's two sides
-            if hp is None:
-                continue
-            gx, gy, rhs = hp
+        # 4. attitude: the slab's two sides on (tau_x, tau_y) within the box
+        slab = self.tilt_slab(tick.r, w)
+        before = None
+        for gx, gy, rhs in slab or ():
             tx, ty = cmd[1], cmd[2]
             if gx * tx + gy * ty > rhs:
+                if before is None:
+                    before = tuple(cmd)
                 tx, ty = self._project(gx, gy, rhs, tx, ty, box_lo, box_hi)
                 if gx * tx + gy * ty > rhs + 1e-12:  # not feasible inside the box: widen to the range
                     tx, ty = self._project(gx, gy, rhs, cmd[1], cmd[2], [lo[1], lo[2]], [hi[1], hi[2]])
                 cmd[1], cmd[2] = tx, ty
-                acted = True
-        if acted:
+        if before is not None:
             ym = self.tilted_yaw  # roll and pitch first: yaw's differential thrust would starve them
             if cmd[3] > ym:
                 cmd[3] = ym
