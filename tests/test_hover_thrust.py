@@ -394,3 +394,29 @@ def test_converging_the_stopping_model_narrows_to_the_bounds_and_a_fault_puts_ba
             assert unit.narrowed
         if k >= 150:
             assert not unit.narrowed and m.weak_fraction == m.weak_fraction_cfg and m.strong_fraction == m.strong_fraction_cfg
+
+
+@settings(max_examples=20, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow], phases=[Phase.generate])
+@given(fault=st.sampled_from(("nan_state", "velocity_jump", "battery_gone", "battery_nan")), at=st.floats(0.0, 1.0),
+       truth=st.floats(0.245, 0.39), jump=st.floats(1.0, 50.0) | st.floats(-50.0, -1.0))
+def test_a_fault_at_any_moment_while_narrowing_puts_back_the_worst_case(fault, at, truth, jump):
+    """The fault's moment drawn anywhere between the first narrowed tick and convergence (the shipped
+    ``narrow_after_samples``): on the fault's tick the stopping model is back on the configured worst case."""
+    s = _shield()
+    m, unit = s.model, s.unit("hover_thrust")
+    first = last = None
+    probe = _shield()  # the same flight without the fault (deterministic): where narrowing starts and converges
+    pu = probe.unit("hover_thrust")
+    for k, _ in _hover_flight(probe, truth, 300):
+        if pu.narrowed and not pu.converged and first is None:
+            first = k
+        if pu.converged:
+            last = k
+            break
+    assert first is not None and last is not None and first < last, (first, last)
+    fault_at = first + int(at * (last - first - 1))
+    value = jump if fault == "velocity_jump" else math.nan
+    for k, _ in _hover_flight(s, truth, fault_at + 1, fault=fault, fault_at=fault_at, value=value):
+        if k == fault_at:
+            assert not unit.narrowed and not unit.converged, (fault, k)
+            assert m.weak_fraction == m.weak_fraction_cfg and m.strong_fraction == m.strong_fraction_cfg, (fault, k)
