@@ -174,10 +174,7 @@ class LimitsUnit(ShieldUnit):
         x = ax * ox + ay * oy
         y = ax * oy - ay * ox
         lim = self.max_tilt
-        k = self.tilt_lag + math.sqrt(ox * ox + oy * oy) / (2.0 * self.tilt_alpha)  # stop_tilt, inline: every tick
-        u = theta + x * k
-        v = y * k
-        if u * u + v * v <= lim * lim:
+        if self.stop_tilt(theta, x, y) <= lim:
             return None
         f = 0.0
         if self.stop_tilt(theta, x, 0.0) <= lim:
