@@ -37,8 +37,13 @@ from robot_hrl.launch.graph import DEFAULT_BACKEND, LAUNCH_BACKENDS
 from robot_hrl.launch.monitor import RunMonitor
 from robot_hrl.nodes.resources import SOURCE_ROOT, resolve_resource
 
-STOP_GRACE_S = 2.0
-"""A node that has not exited this long after SIGINT is killed (and its exit code says so)."""
+SIGTERM_TIMEOUT_S = 5.0
+"""A node still running this long after SIGINT gets SIGTERM (ROS 2 launch's ``sigterm_timeout``, default 5 s:
+ros2/launch, ``launch/actions/execute_local.py``). Its threads' stacks are written to its log first."""
+SIGKILL_TIMEOUT_S = 5.0
+"""... and this long after SIGTERM, SIGKILL (launch's ``sigkill_timeout``, default 5 s); its exit code says so."""
+STACKS_SIGNAL = signal.SIGUSR1
+"""Asks a node for its threads' stacks on its log (:func:`robot_hrl.nodes.common.run_main` registers it)."""
 TASK_MATCH_S = 30.0
 """How long the launcher waits for the planner's /task subscription before it gives up on sending."""
 
@@ -82,6 +87,8 @@ class RunResult:
     plot: str | None
     logs: str | None
     exit_codes: dict[str, int | None]
+    stop_s: dict[str, float] = field(default_factory=dict)
+    """Seconds from the launcher's SIGINT to each node's exit (SIGTERM after 5 s, SIGKILL after 10 s)."""
     planner: str | None = None
     """The planner that made the plan flown (symbolic, llm, vlm, learned), from /planner/status."""
     world: str | None = None
@@ -137,6 +144,8 @@ class Launcher:
         self.env = self._environment()
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, Any] = {}
+        self.stop_s: dict[str, float] = {}
+        """Seconds from the launcher's SIGINT to each node's exit (:meth:`stop_nodes`)."""
         self.monitor = RunMonitor(self.world)
         self.node = None
         self.recorder = None
@@ -187,23 +196,38 @@ class Launcher:
                                                      start_new_session=True)
 
     def stop_nodes(self) -> dict[str, int | None]:
-        # Planner first (no new subgoals), then the skill node, then the sim.
-        for name in ("planner_node", "skill_node", "sim_node"):
-            proc = self.procs.get(name)
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + STOP_GRACE_S
-        codes: dict[str, int | None] = {}
-        for name, proc in self.procs.items():
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-            codes[name] = proc.returncode
+        """Stop every node the way ROS 2 launch does: SIGINT, SIGTERM after :data:`SIGTERM_TIMEOUT_S`, SIGKILL after
+        :data:`SIGKILL_TIMEOUT_S` more. Planner first (no new subgoals), then the skill node, then the sim. A node
+        that needs SIGTERM first writes its threads' stacks to its log, so that the log says where it hung.
+        :attr:`stop_s` holds each node's seconds from SIGINT to exit; the exit codes are returned."""
+        t0 = time.monotonic()
+        running = {name: proc for name, proc in self.procs.items() if proc.poll() is None}
+        order = ("planner_node", "skill_node", "sim_node")
+        for name in sorted(running, key=lambda n: order.index(n) if n in order else len(order)):
+            running[name].send_signal(signal.SIGINT)
+        for sig, after_s in ((signal.SIGTERM, SIGTERM_TIMEOUT_S), (signal.SIGKILL, SIGTERM_TIMEOUT_S + SIGKILL_TIMEOUT_S),
+                             (None, SIGTERM_TIMEOUT_S + SIGKILL_TIMEOUT_S + 5.0)):
+            while running and time.monotonic() - t0 < after_s:
+                for name, proc in list(running.items()):
+                    if proc.poll() is not None:
+                        self.stop_s[name] = round(time.monotonic() - t0, 3)
+                        del running[name]
+                time.sleep(0.01)
+            if not running or sig is None:
+                break
+            for name, proc in running.items():
+                if sig == signal.SIGTERM:
+                    proc.send_signal(STACKS_SIGNAL)
+                print(f"launch: {name} still running {time.monotonic() - t0:.1f} s after SIGINT: sending "
+                      f"{signal.Signals(sig).name} (its log: {self.out / 'logs' / (name + '.log')})",
+                      file=sys.stderr, flush=True)
+            if sig == signal.SIGTERM:
+                time.sleep(0.2)  # the stacks written before SIGTERM
+            for proc in running.values():
+                proc.send_signal(sig)
         for log in self.logs.values():
             log.close()
-        return codes
+        return {name: proc.returncode for name, proc in self.procs.items()}
 
     def dead_nodes(self) -> list[str]:
         return [name for name, p in self.procs.items() if p.poll() is not None]
@@ -345,7 +369,7 @@ class Launcher:
             violation_events=[v.__dict__ for v in self.monitor.violations], collisions=snap["collisions"],
             deadline=snap["deadline"], errors=snap["errors"],
             recording=str(recording) if recording else None, plot=plot, logs=str(self.out / "logs"),
-            exit_codes=codes, planner=snap["planner"].get("planner"),
+            exit_codes=codes, stop_s=dict(self.stop_s), planner=snap["planner"].get("planner"),
             fallback_reason=snap["planner"].get("fallback_reason"), backend=self.o.backend, world=self.args["world"],
         )
         text = json.dumps(result.to_dict(), indent=2, default=str)

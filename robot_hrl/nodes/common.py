@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import math
+import os
 import signal
 import sys
 import threading
@@ -144,10 +146,20 @@ def run_main(default_name: str, build: Callable[[Any], Any], argv: list[str] | N
     stop = threading.Event()
 
     def _stop(signum, frame):  # noqa: ARG001
+        if stop.is_set():
+            # A second signal while stopping (the launcher's SIGTERM 5 s after its SIGINT, as ROS 2 launch does, or
+            # Ctrl-C twice): the clean stop hangs, so exit now. It runs once Python runs again in this thread;
+            # a hang inside a C call is left to SIGKILL.
+            print(f"{opts.name}: {signal.Signals(signum).name} while stopping: exiting now, without a clean "
+                  f"shutdown", file=sys.stderr, flush=True)
+            os._exit(128 + signum)
         stop.set()  # the loop ends within one wait; the node is shut down below, in this thread
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    # SIGUSR1: every thread's stack on stderr (the node's log), from C, even while Python is blocked in a call.
+    # The launcher asks for it before it escalates to SIGTERM (robot_hrl.launch.launcher.stop_nodes).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from robot_hrl.nodes.input_guard import GuardedNode
 
     guarded = GuardedNode(node)
