@@ -50,9 +50,13 @@ def _percentiles(samples_ns: np.ndarray) -> str:
             f"min {us.min():5.1f} us")
 
 
-def bench_overhead(ticks: int) -> None:
+def bench_overhead(ticks: int, drop_units: tuple[str, ...] = ()) -> None:
     world = load_world(WORLD)
     cfg = load_shield_config()
+    if drop_units:  # the shipped shield without these units (what a unit costs per tick)
+        cfg = cfg.model_copy(update={"units": tuple(u for u in cfg.units if u not in drop_units),
+                                     **{u: None for u in drop_units if hasattr(cfg, u)}})
+        print(f"  without the units {list(drop_units)}")
     rng = np.random.default_rng(0)
 
     def measure(name, make_inputs, setup=None, robot=CRAZYFLIE_2X):
@@ -177,10 +181,12 @@ def main(argv=None) -> int:
     parser.add_argument("--declare-mass", nargs="?", const="mass", default=None, choices=("mass", "hover-thrust"),
                         help="also run the trained policy with each shield's airframe declared (stopping.airframe_mass_kg; "
                              "sim/safety_eval.py --declare-mass): 'mass' (the default) or 'hover-thrust'")
+    parser.add_argument("--drop-unit", action="append", default=[], metavar="NAME",
+                        help="overhead without this listed unit (repeatable), e.g. motor_lag: what a unit costs per tick")
     args = parser.parse_args(argv)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     if args.only in (None, "overhead"):
-        bench_overhead(args.ticks)
+        bench_overhead(args.ticks, tuple(args.drop_unit))
     if args.only in (None, "closed-loop"):
         bench_closed_loop(args.episodes, args.episode_s, args.seed, not args.no_trained, args.onnx, args.randomized,
                           args.declare_mass)
