@@ -31,8 +31,8 @@ def test_shipped_config_loads_and_builds_a_shield(world):
     # designed for the slowest motor of the training's range and a step of latency (docs/safety.md)
     assert cfg.stopping.motor_time_constant_s == 0.15 and cfg.stopping.actuation_latency_s == 0.01
     shield = Shield.from_yaml(DEFAULT_SHIELD_CONFIG, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
-    assert [u.name for u in shield.units] == ["estop", "odometry", "watchdog", "battery", "command", "hover_thrust", "limits", "geofence",
-                                             "altitude", "obstacles", "subgoal"]
+    assert [u.name for u in shield.units] == ["estop", "odometry", "watchdog", "battery", "command", "hover_thrust", "motor_lag", "limits",
+                                             "geofence", "altitude", "obstacles", "subgoal"]
     assert Shield.from_yaml(None, CRAZYFLIE_2X, world, 1.0).config == cfg
 
 
@@ -80,6 +80,11 @@ _DELETE = object()
         (("hover_thrust", "narrow_after_samples"), 2.5, "hover_thrust.narrow_after_samples"),
         (("hover_thrust", "narrow_after_samples"), float("nan"), "hover_thrust.narrow_after_samples"),
         (("hover_thrust", "narrow_after_samples"), "soon", "hover_thrust.narrow_after_samples"),
+        (("motor_lag", "candidates_range_s"), [0.15, 0.02], "motor_lag.candidates_range_s"),
+        (("motor_lag", "samples_per_independent"), 0.5, "motor_lag.samples_per_independent"),
+        (("motor_lag", "margin_fraction"), float("nan"), "motor_lag.margin_fraction"),
+        (("motor_lag", "window_s"), _DELETE, "motor_lag.window_s"),
+        (("motor_lag",), _DELETE, "motor_lag: missing"),
         (("backup", "creep_speed_mps"), -0.1, "backup.creep_speed_mps"),
         (("backup", "creep_speed_mps"), 5.0, "backup.creep_speed_mps"),
         (("backup", "creep_speed_mps"), float("nan"), "backup.creep_speed_mps"),

@@ -9,6 +9,7 @@ from robot_hrl.robots.quadrotor.shield.backup import BackupController
 from robot_hrl.robots.quadrotor.shield.config import BackupCfg, LimitsCfg, StoppingCfg
 from robot_hrl.robots.quadrotor.shield.hover_thrust import HoverThrustCfg, HoverThrustUnit
 from robot_hrl.robots.quadrotor.shield.limits import LimitsUnit
+from robot_hrl.robots.quadrotor.shield.motor_lag import MotorLagCfg, MotorLagUnit
 from robot_hrl.robots.quadrotor.shield.model import DynamicsModel, StatePredictor, check_config_fits, stopping_box
 from robot_hrl.safety.families import ShieldFamily, register_family
 
@@ -21,7 +22,7 @@ def _build_model(robot, config, action_map) -> DynamicsModel:
 FAMILY = register_family(ShieldFamily(
     name="quadrotor",
     sections={"limits": LimitsCfg, "stopping": StoppingCfg, "backup": BackupCfg},
-    units={"limits": LimitsUnit, "hover_thrust": HoverThrustUnit},
+    units={"limits": LimitsUnit, "hover_thrust": HoverThrustUnit, "motor_lag": MotorLagUnit},
     build_model=_build_model,
     build_backup=BackupController,
     build_predictor=StatePredictor,
@@ -29,5 +30,6 @@ FAMILY = register_family(ShieldFamily(
                 "cascaded PD backup (hold, then land)",
 ))
 
-__all__ = ["BackupCfg", "BackupController", "DynamicsModel", "FAMILY", "HoverThrustCfg", "HoverThrustUnit", "LimitsCfg", "LimitsUnit", "StatePredictor",
+__all__ = ["BackupCfg", "BackupController", "DynamicsModel", "FAMILY", "HoverThrustCfg", "HoverThrustUnit", "LimitsCfg", "LimitsUnit", "MotorLagCfg", "MotorLagUnit",
+           "StatePredictor",
            "StoppingCfg", "stopping_box"]

@@ -15,7 +15,8 @@ In this order, on the command [collective thrust N, tau_x, tau_y, tau_z N m]:
    designed for): with slow motors a torque keeps acting long after it is withdrawn. Roll and pitch only: they tilt the thrust
    axis the stopping argument rests on; the yaw rate does not, and its limit keeps ``c = 0``.
 4. ``attitude``: the tilt rate after the torque acts for ``attitude_horizon_s`` (plus ``c``) must be one
-   the robot can stop (motor lag, then half its torque authority) before ``max_tilt_deg``
+   the robot can stop (motor lag: the design motor, or the ``motor_lag`` unit's bound; then half its torque
+   authority) before ``max_tilt_deg``
    (a half-plane on (tau_x, tau_y)); the torque is projected onto it, and the yaw torque is
    bounded by ``tilted_yaw_torque_fraction`` of its range (roll and pitch get the mixer first).
    **The swing back** (:meth:`LimitsUnit.tilt_slab`'s second side): a tilt rate toward level was never judged, and with
@@ -74,14 +75,23 @@ class LimitsUnit(ShieldUnit):
         self.max_tilt = math.radians(lim.max_tilt_deg)
         self.att_h = lim.attitude_horizon_s
         self.tilted_yaw = lim.tilted_yaw_torque_fraction * model.high[3]
-        self.tilt_lag = model.tilt_lag
         self.tilt_alpha = model.tilt_alpha
-        self.motor_tau = model.design_motor_tau
         f = lim.motor_counter_torque_fraction
         self.counter_torque = (f * model.high[1], f * model.high[2])
         """The counter-torque the motor torque is assumed to decay toward, N m (0: toward zero)."""
         self.max_speed = lim.max_speed_mps
         self.speed_h = lim.speed_horizon_s
+
+    @property
+    def tilt_lag(self) -> float:
+        """The motors' lag before a new torque acts, plus a tick and the latency, s (the model's: the design motor, or
+        the ``motor_lag`` unit's bound)."""
+        return self.m.attitude_lag
+
+    @property
+    def motor_tau(self) -> float:
+        """The motor the torque still in the motors decays with, s: the design motor (the torque estimate's)."""
+        return self.m.design_motor_tau
 
     def carried_rate(self, torque: float, axis: int) -> float:
         """Rate (rad/s) that ``torque``, already in the motors, still adds about ``axis`` (0 roll,
@@ -93,7 +103,7 @@ class LimitsUnit(ShieldUnit):
         a = torque if torque >= 0.0 else -torque
         if c > 0.0:
             a -= c * math.log1p(a / c)
-        add = self.motor_tau * a / self.m.inertia[axis]
+        add = self.m.design_motor_tau * a / self.m.inertia[axis]
         return add if torque >= 0.0 else -add
 
     # ---- the individual constraints (also used by the property tests) ---------------------
@@ -106,7 +116,7 @@ class LimitsUnit(ShieldUnit):
 
     def _stop_rate(self, travel: float) -> float:
         """The largest tilt rate x (rad/s) that stops within ``travel`` rad: x t_lag + x^2 / (2 alpha) = travel."""
-        tl, alpha = self.tilt_lag, self.tilt_alpha
+        tl, alpha = self.m.attitude_lag, self.tilt_alpha
         return alpha * (-tl + math.sqrt(tl * tl + 2.0 * travel / alpha))
 
     def tilt_axis(self, r) -> tuple[float, float, float]:
@@ -125,7 +135,7 @@ class LimitsUnit(ShieldUnit):
         (rad/s): the tilt vector theta a moves along the rate, |rate| t_lag while the motors lag, then
         |rate|^2 / (2 alpha) while they brake, so it ends at |theta a + (x, y) k| with k = t_lag + |rate| / (2 alpha)
         (small angles; the slab below is its y = 0 section)."""
-        k = self.tilt_lag + math.sqrt(x * x + y * y) / (2.0 * self.tilt_alpha)
+        k = self.m.attitude_lag + math.sqrt(x * x + y * y) / (2.0 * self.tilt_alpha)
         u = theta + x * k
         v = y * k
         return math.sqrt(u * u + v * v)
@@ -152,7 +162,7 @@ class LimitsUnit(ShieldUnit):
         gx, gy = h * ax / jx, h * ay / jy
         aw = ax * w[0] + ay * w[1]
         margin = self.max_tilt - theta
-        x_max = self._stop_rate(margin) if margin >= 0.0 else margin / self.tilt_lag  # beyond the limit: it must come back
+        x_max = self._stop_rate(margin) if margin >= 0.0 else margin / self.m.attitude_lag  # beyond the limit: it must come back
         x_back = self._stop_rate(theta + self.max_tilt)
         return (gx, gy, x_max - aw), (-gx, -gy, x_back + aw)
 

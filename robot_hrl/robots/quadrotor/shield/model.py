@@ -167,15 +167,21 @@ class DynamicsModel:
         self.speed_horizon_s = cfg.limits.speed_horizon_s
         self.estimate_gain = self.dt / (self.design_motor_tau + self.dt)
         """Per-tick gain of the thrust and torque estimate: a lag of the outputs with the design (slowest) motor."""
+        self.torque_motor_tau = self.design_motor_tau
+        """The motor the attitude limit's stop assumes, s: the design motor, or the slowest one the flight so far allows
+        (the ``motor_lag`` unit, :meth:`set_torque_motor_tau`)."""
         self.reaction_time = cfg.stopping.reaction_time_s
         self.vertical_reaction_time = cfg.stopping.vertical_reaction_time_s
         self.tilt_lag = self.design_motor_tau + self.dt + self.latency
-        """Time before a new torque command takes effect (design motor lag + one tick + latency), s."""
+        """Time before a new torque command takes effect (design motor lag + one tick + latency), s: the stopping model's."""
+        self.attitude_lag = self.tilt_lag
+        """The same with :attr:`torque_motor_tau`: the attitude limit's (``LimitsUnit.tilt_lag``), s."""
         self.tilt_alpha = 0.5 * self.high[1] / max(self.inertia[0], self.inertia[1])
         """Angular deceleration (roll/pitch) with half the torque range, rad/s^2."""
         self.handback_ticks = int(math.ceil(self.tilt_lag / self.dt))
         """Ticks after the backup gives control back during which :meth:`committed_rates` still counts: a torque
-        commanded then reaches the body within the design motor lag, a tick and the latency."""
+        commanded then reaches the body within the design motor lag, a tick and the latency (the design motor's, also
+        once the motors are identified faster: the longer window)."""
         frac = cfg.stopping.brake_decel_fraction
         tilt = math.radians(cfg.backup.max_tilt_deg)
         self.backup_max_thrust_fraction = cfg.backup.max_thrust_fraction_of_max
@@ -405,6 +411,16 @@ class DynamicsModel:
         wide = stopping_box(self, tick.p, tick.v, tick.r, self.committed_rates(tick), tick.cmd[0], tick.est[0])
         return (min(box[0], wide[0]), max(box[1], wide[1]), min(box[2], wide[2]), max(box[3], wide[3]),
                 box[4], box[5], box[6])
+
+    def set_torque_motor_tau(self, tau_s: float) -> None:
+        """The motor the attitude limit's stop assumes from now on (the ``motor_lag`` unit's bound; never slower than the
+        design motor): its lag before the braking torque acts (:attr:`attitude_lag`). Nothing else changes: the torque
+        estimate, the rate the torque in the motors still adds, the committed rates and the stopping model keep the
+        design motor (narrowing those too let the adversary into obstacles: benchmarks/README.md, "Issue #16: the motor
+        lag, identified")."""
+        tau_s = min(float(tau_s), self.design_motor_tau)
+        self.torque_motor_tau = tau_s
+        self.attitude_lag = tau_s + self.dt + self.latency
 
     def committed_rates(self, tick) -> list:
         """The body rates plus what the change of roll and pitch torque from the motors' estimate to this tick's
