@@ -35,6 +35,7 @@ from robot_hrl.errors import ConfigError
 from robot_hrl.launch import graph
 from robot_hrl.launch.graph import DEFAULT_BACKEND, LAUNCH_BACKENDS
 from robot_hrl.launch.monitor import RunMonitor
+from robot_hrl.nodes.common import STACKS_SIGNAL
 from robot_hrl.nodes.resources import SOURCE_ROOT, resolve_resource
 
 SIGTERM_TIMEOUT_S = 5.0
@@ -42,8 +43,6 @@ SIGTERM_TIMEOUT_S = 5.0
 ros2/launch, ``launch/actions/execute_local.py``). Its threads' stacks are written to its log first."""
 SIGKILL_TIMEOUT_S = 5.0
 """... and this long after SIGTERM, SIGKILL (launch's ``sigkill_timeout``, default 5 s); its exit code says so."""
-STACKS_SIGNAL = signal.SIGUSR1
-"""Asks a node for its threads' stacks on its log (:func:`robot_hrl.nodes.common.run_main` registers it)."""
 TASK_MATCH_S = 30.0
 """How long the launcher waits for the planner's /task subscription before it gives up on sending."""
 

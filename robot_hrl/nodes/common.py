@@ -17,6 +17,10 @@ from robot_hrl.msgs import DiagnosticArray, DiagnosticStatus, KeyValue, PoseStam
 from robot_hrl.nodes.args import NodeArgs, parse_node_args
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
+
+STACKS_SIGNAL = signal.SIGUSR1
+"""Asks a node for every thread's stack on its log (:func:`run_main` registers it; the launcher sends it before it
+escalates to SIGTERM, robot_hrl.launch.launcher.Launcher.stop_nodes)."""
 LEVEL_NAMES = {OK: "OK", WARN: "WARN", ERROR: "ERROR", STALE: "STALE"}
 
 
@@ -157,9 +161,8 @@ def run_main(default_name: str, build: Callable[[Any], Any], argv: list[str] | N
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    # SIGUSR1: every thread's stack on stderr (the node's log), from C, even while Python is blocked in a call.
-    # The launcher asks for it before it escalates to SIGTERM (robot_hrl.launch.launcher.stop_nodes).
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # every thread's stack on stderr (the node's log), from C, even while Python is blocked in a call
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)
     from robot_hrl.nodes.input_guard import GuardedNode
 
     guarded = GuardedNode(node)

@@ -130,6 +130,20 @@ class Tick:
     def torque_est(self, value) -> None:
         self.est[1], self.est[2], self.est[3] = value
 
+    def inputs_in_doubt(self, any_landing: bool) -> str | None:
+        """Why an online estimate must not trust this tick's inputs, or None: ``takeover`` (the motors were off, or the
+        backup held or landed for an input unit's reason; with ``any_landing`` for any landing), ``no_state`` (none, or
+        a non-finite one), ``stale_state`` (old or dead-reckoned). The hover-thrust and motor-lag units restart on it."""
+        prev_mode = self.mode_prev
+        if prev_mode == "motors_off" or (prev_mode == "backup_land" and any_landing) or (
+                prev_mode in ("backup_hold", "backup_land") and self.reason_stage_prev == "input"):
+            return "takeover"
+        if not self.state_ok:
+            return "no_state"
+        if self.predicted or not self.has_state:
+            return "stale_state"
+        return None
+
     def clear(self) -> None:
         self.reject_unit = None
         self.reject_constraint = ""

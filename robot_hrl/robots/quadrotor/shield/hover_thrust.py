@@ -219,16 +219,9 @@ class HoverThrustUnit(ShieldUnit):
         self.begin()
         now = tick.now
         lo_t, hi_t = self._band(tick.prev)
-        prev_mode = tick.mode_prev
-        if prev_mode == "motors_off" or prev_mode == "backup_land" or (
-                prev_mode == "backup_hold" and tick.reason_stage_prev == "input"):
-            self._fault("takeover", now)
-            return
-        if not tick.state_ok:
-            self._fault("no_state", now)
-            return
-        if tick.predicted or not tick.has_state:
-            self._fault("stale_state", now)
+        doubt = tick.inputs_in_doubt(any_landing=True)
+        if doubt is not None:
+            self._fault(doubt, now)
             return
         m = self.m
         if m.battery_v is None:

@@ -114,7 +114,6 @@ class MotorLagUnit(ShieldUnit):
         self._cand_tau = taus
         self._cand_lat = np.tile(np.arange(lat), c.candidates)
         alpha = 1.0 - np.exp(-dt / taus)
-        self._alpha = alpha[:, None]
         # the lag's mean over a tick, from its value at the start s0 and its target u: u + (s0 - u) * beta
         self._beta = (taus / dt * alpha)[:, None]
         self._forget = math.exp(-dt / c.window_s)
@@ -162,31 +161,18 @@ class MotorLagUnit(ShieldUnit):
         self.m.set_torque_motor_tau(self.design_tau)
 
     def _fault(self, name: str, now: float) -> None:
-        if not self._in_fault:
+        if not self._in_fault:  # counted once per fault, when it begins; the estimate starts again
             self.fault_counts[name] += 1
-            self.last_fault = name
-            self.last_fault_s = now
-            faults = dict(self.fault_counts)
-            skipped, used = self.samples_skipped, self.samples_used
             self.reset()
-            self.fault_counts = faults
-            self.samples_skipped, self.samples_used = skipped, used
             self.last_fault, self.last_fault_s = name, now
         self._in_fault = True
 
     def check(self, tick: Tick) -> None:
         self.begin()
         now = tick.now
-        prev_mode = tick.mode_prev
-        if prev_mode == "motors_off" or (prev_mode == "backup_hold" and tick.reason_stage_prev == "input") or (
-                prev_mode == "backup_land" and tick.reason_stage_prev == "input"):
-            self._fault("takeover", now)
-            return
-        if not tick.state_ok:
-            self._fault("no_state", now)
-            return
-        if tick.predicted or not tick.has_state:
-            self._fault("stale_state", now)
+        doubt = tick.inputs_in_doubt(any_landing=False)
+        if doubt is not None:
+            self._fault(doubt, now)
             return
         self._in_fault = False
         prev = tick.prev
@@ -230,24 +216,17 @@ class MotorLagUnit(ShieldUnit):
         k = len(y)
         lat_idx = self._cand_lat
         s = self._state
-        a, b = self._alpha, self._beta
         targets = u.reshape(k, self._lat, 2)[:, lat_idx, :].transpose(1, 0, 2)  # (candidates, k, 2): each one's latency
-        if k == len(self._decay):  # the lags over the batch in closed form: s_j = (1-a)^j s_0 + sum_i a (1-a)^(j-1-i) t_i
-            starts = np.matmul(self._lag_matrix, targets) + self._lag_start[:, :, None] * s[:, None, :]
-            xs = targets + (starts[:, :-1] - targets) * b[:, :, None]
-            s = starts[:, -1]
-        else:  # pragma: no cover - every batch is update_every_ticks long
-            xs = np.empty_like(targets)
-            for j in range(k):
-                d = s - targets[:, j]
-                xs[:, j] = targets[:, j] + d * b
-                s = s - a * d
+        # the lags over the batch in closed form: s_j = (1-a)^j s_0 + sum_i a (1-a)^(j-1-i) t_i
+        starts = np.matmul(self._lag_matrix, targets) + self._lag_start[:, :, None] * s[:, None, :]
+        xs = targets + (starts[:, :-1] - targets) * self._beta[:, :, None]
+        s = starts[:, -1]
         self._state = s
         if not self._primed:  # the first batch only starts the lags (their start is unknown)
             self._primed = True
             return
         f = self._forget
-        weights = self._decay[-k:] * ok
+        weights = self._decay * ok
         wy = weights[:, None] * y  # (k, 2)
         S = self._sums
         S *= f ** k
@@ -281,7 +260,6 @@ class MotorLagUnit(ShieldUnit):
         bound = self.design_tau
         if n >= c.min_samples and plausible:
             bound = min(self.design_tau, self.set_slowest_s * (1.0 + c.margin_fraction))
-        self.plausible = plausible
         if bound != self.bound_s:
             self.bound_s = bound
             self.m.set_torque_motor_tau(bound)
