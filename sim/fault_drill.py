@@ -79,6 +79,19 @@ class Flight:
     ticks_intervened: int = 0
     interventions: dict = field(default_factory=dict)
     """Per unit.constraint, ticks on which it acted."""
+    airframe: dict = field(default_factory=dict)
+    """The simulated airframe: mass, kg; the chain's parameters (motor time constant, battery, rotor scales)."""
+    intervened_s: list = field(default_factory=list)
+    """The sim time of each tick the shield changed while the motors ran, less the requested landing (the mission's own
+    ``land``, flown by the backup)."""
+    flying_interventions: dict = field(default_factory=dict)
+    """Per unit.constraint, the ticks of ``intervened_s`` it acted on."""
+    flying_ticks: int = 0
+    """Ticks with the motors running, less the requested landing's (the denominator of ``intervened_s``)."""
+    landing_ticks: int = 0
+    """Ticks of the requested landing with the motors running (flown by the backup)."""
+    takeoff_s: float | None = None
+    """The first tick the rotors were commanded thrust (the take-off)."""
 
     @property
     def ok(self) -> bool:
@@ -132,19 +145,37 @@ def _sim_skill_core():
     return SimSkillCore
 
 
+def launch_safety_margin_m() -> float:
+    """The planner node's ``safety_margin_m`` in the launch's parameters (launch/params/navigation.yaml)."""
+    import yaml
+
+    from robot_hrl.launch.graph import params_file
+
+    with open(params_file()) as fh:
+        return float(yaml.safe_load(fh)["planner_node"]["ros__parameters"]["safety_margin_m"])
+
+
 class MissionRig:
     """The policy, world and planner of the drills, loaded once; :meth:`fly` builds a fresh skill, shield
     and simulator for each flight."""
 
-    def __init__(self, world_path=DEMO_WORLD, model_path=DEMO_MODEL, robot=CRAZYFLIE_2X):
+    def __init__(self, world_path=DEMO_WORLD, model_path=DEMO_MODEL, robot=CRAZYFLIE_2X, safety_margin_m: float | None = None,
+                 shield_config=None):
         from robot_hrl.runtime import OnnxPolicy
 
+        self.shield_config = shield_config
+        """The shield's YAML (None: the robot's own)."""
+        self.safety_margin_m = launch_safety_margin_m() if safety_margin_m is None else float(safety_margin_m)
+        """The planner's margin around the inflated obstacles, m (the launch's ``planner_node.safety_margin_m``)."""
         self.robot = robot
         self.world = load_world(world_path)
         self.policy = OnnxPolicy(model_path, robot, provider="cpu")
 
     def fly(self, task: str = DEMO_TASK, fault: str | None = None, fault_at_s: float | None = None, seed: int = 0,
-            max_time_s: float = 90.0) -> Flight:
+            max_time_s: float = 90.0, randomization=None) -> Flight:
+        """One flight of ``task`` from the world's start, at rest on the floor with the motors stopped, with a fresh
+        shield. ``randomization``: a ``sim.pybullet.RandomizationCfg`` (the airframe drawn from ``seed``), None the
+        nominal robot."""
         from robot_hrl.nodes.planner_node import PlannerCore
         from robot_hrl.planning.llm import make_planner
         from robot_hrl.safety import Shield
@@ -153,19 +184,24 @@ class MissionRig:
         robot, world, policy = self.robot, self.world, self.policy
         rng = np.random.default_rng(seed)
         contract = policy.contract
-        shield = Shield.from_yaml(None, robot, world, contract.subgoal_radius_m, action=contract.action)
+        shield = Shield.from_yaml(self.shield_config, robot, world, contract.subgoal_radius_m, action=contract.action)
         if hasattr(policy, "reset"):
             policy.reset()
         skill = _sim_skill_core()(policy, shield, world)
-        planner = PlannerCore(make_planner("symbolic", world, contract.subgoal_radius_m, robot_radius_m=robot.collision_radius_m),
+        from robot_hrl.planning import PlannerConfig
+
+        config = PlannerConfig(robot_radius_m=robot.collision_radius_m, safety_margin_m=self.safety_margin_m)
+        planner = PlannerCore(make_planner("symbolic", world, contract.subgoal_radius_m, config=config),
                               floor_z=float(world.bounds.min[2]))
         dt = 1.0 / float(contract.control_rate_hz)
-        sim = PyBulletQuadrotorSim(robot, world, control_hz=1.0 / dt, seed=seed)
+        sim = PyBulletQuadrotorSim(robot, world, control_hz=1.0 / dt, seed=seed, randomization=randomization)
         flight = Flight(fault, fault_at_s, seed)
         try:
             start = np.asarray(world.start, dtype=np.float64)
             start[2] = max(start[2], world.bounds.min[2] + robot.body_height_m / 2.0)
             truth = sim.reset(start, np.array([1.0, 0.0, 0.0, 0.0]), motor_rpm=np.zeros(robot.num_rotors))
+            dyn = sim.dynamics
+            flight.airframe = {"mass_kg": round(float(dyn.mass_kg), 5), **{k_: round(float(v), 5) for k_, v in dyn.chain_parameters.items()}}
             source = _Source(fault, fault_at_s, rng)
             lo, hi = np.asarray(world.bounds.min, float), np.asarray(world.bounds.max, float)
             r = robot.collision_radius_m
@@ -190,6 +226,18 @@ class MissionRig:
                 if k % 10 == 0:  # the measured battery, as the sim node publishes /battery (10 Hz)
                     skill.on_battery(float(sim.chain_state["battery_voltage_v"]), now, now)
                 out = skill.tick(now)
+                if out.mode != "motors_off":
+                    names = {f"{i.unit}.{i.constraint}" for i in out.interventions}
+                    if "command.land_request" in names:
+                        flight.landing_ticks += 1
+                    else:
+                        flight.flying_ticks += 1
+                        if names:
+                            flight.intervened_s.append(round(now, 3))
+                            for name in names:
+                                flight.flying_interventions[name] = flight.flying_interventions.get(name, 0) + 1
+                if flight.takeoff_s is None and out.mode == "policy" and float(out.command[0]) > 0.0:
+                    flight.takeoff_s = now
                 if out.state != last_state_name or k % 10 == 0:
                     status = out.status
                     planner.on_skill_status(dict(status), now)
@@ -215,11 +263,14 @@ class MissionRig:
                             first.setdefault("floor_impact", now)
                     else:
                         first.setdefault(f"obstacle:{c.body}", now)
-                done_flying = out.mode == "motors_off" and (planner.state in ("done", "idle", "error") or fault is not None)
+                off_for_s = now - flight.motors_off_s if out.mode == "motors_off" and flight.motors_off_s is not None else 0.0
+                done_flying = out.mode == "motors_off" and (planner.state in ("done", "idle", "error") or fault is not None
+                                                            or off_for_s >= 2.0)  # (the shield ended it: a low battery)
                 if done_flying and float(np.linalg.norm(truth.linear_velocity_w)) < 0.02 and p[2] < lo[2] + 0.05:
                     break
             else:
-                first.setdefault("motors_on_at_end", max_time_s)
+                if out.mode != "motors_off":  # (a flight the shield ended, e.g. on a low battery, is over: not this)
+                    first.setdefault("motors_on_at_end", max_time_s)
             flight.duration_s = (k + 1) * dt
             flight.violations = [f"{name}@{t:.2f}s" for name, t in sorted(first.items(), key=lambda kv: kv[1])]
             flight.final_position_w = tuple(round(float(v), 3) for v in truth.position_w)
