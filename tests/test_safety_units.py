@@ -186,9 +186,13 @@ def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v
     def box_of(thrust_n):
         return stopping_box(s.model, t.p, t.v, t.r, t.w, thrust_n, t.thrust_est)[:6]
 
+    floor = a.z_lo  # below the band (climb_into_band) the floor is the height now, and none while on the floor
+    if a.climb_into_band and p[2] < a.z_lo:
+        floor = -math.inf if p[2] <= a.rest_z and v[2] >= -a.rest_speed else p[2]
+
     def inside(b, band=True):
         x0, x1, y0, y1, z0, z1 = b
-        return g.x_lo <= x0 and x1 <= g.x_hi and g.y_lo <= y0 and y1 <= g.y_hi and (not band or (a.z_lo <= z0 and z1 <= a.z_hi))
+        return g.x_lo <= x0 and x1 <= g.x_hi and g.y_lo <= y0 and y1 <= g.y_hi and (not band or (floor <= z0 and z1 <= a.z_hi))
 
     x0, x1, y0, y1, z0, z1 = box_of(cmd[0])
     assert x0 <= p[0] <= x1 and y0 <= p[1] <= y1 and z0 <= p[2] <= z1
@@ -288,11 +292,8 @@ def test_obstacles_accepted_commands_keep_their_clearance(p, v, rpy, w, thrust):
     if t.reject_unit is not None:
         return
     b = stopping_box(s.model, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)
-    box = (b[0], b[1], b[2], b[3], b[4], b[6])  # the obstacles use the conservative top
     for raw in unit.raw:
-        gap = math.dist([max(raw[i] - box[2 * i + 1], box[2 * i] - raw[i + 3], 0.0) for i in range(3)], [0, 0, 0]) - unit.radius
-        now = math.dist([max(raw[i] - p[i], p[i] - raw[i + 3], 0.0) for i in range(3)], [0, 0, 0]) - unit.radius
-        assert gap >= min(unit.margin, now) - 1e-9
+        assert kept_clearance(s.model, t, b, raw, unit.radius) >= min(unit.margin, clearance_now(p, raw, unit.radius)) - 1e-9
     speed_now = math.sqrt(sum(c * c for c in v))
     for i, slow in enumerate(unit.slow_boxes):
         if slow[0] <= p[0] <= slow[3] and slow[1] <= p[1] <= slow[4] and slow[2] <= p[2] <= slow[5]:
@@ -300,6 +301,37 @@ def test_obstacles_accepted_commands_keep_their_clearance(p, v, rpy, w, thrust):
 
             vh = _predicted_speed(t, s.model, unit.speed_h)
             assert vh <= unit.slow_speed + TOL or vh < speed_now
+
+
+def clearance_now(p, raw, radius) -> float:
+    return math.dist([max(raw[i] - p[i], p[i] - raw[i + 3], 0.0) for i in range(3)], [0, 0, 0]) - radius
+
+
+def kept_clearance(m, t, b, raw, radius) -> float:
+    """The clearance from ``raw`` the stop keeps by the best bound written out here: the stopping box ``b`` (its
+    conservative top), or a separating plane: for a unit direction ``u`` the box lies where ``u.(y - p)`` is at least
+    its minimum over the box, and the stop travels at most the model's ``horizontal_travel_m`` along a horizontal ``u``
+    (the nearest point's direction: plus its vertical part times the box's vertical extent). Planes: the nearest
+    point's, across the velocity, and 720 around the circle (the unit tries fewer)."""
+    box = (b[0], b[1], b[2], b[3], b[4], b[6])
+    best = math.dist([max(raw[i] - box[2 * i + 1], box[2 * i] - raw[i + 3], 0.0) for i in range(3)], [0, 0, 0]) - radius
+    p, v = t.p, t.v
+    q = [min(max(p[i], raw[i]), raw[i + 3]) for i in range(3)]
+    d = math.dist(p, q)
+    if d > 1e-9:
+        n = [(q[i] - p[i]) / d for i in range(3)]
+        h = math.hypot(n[0], n[1])
+        travel = h * m.horizontal_travel_m(t, n[0] / h, n[1] / h) if h > 1e-9 else 0.0
+        travel += n[2] * (b[6] - p[2]) if n[2] > 0 else -n[2] * (p[2] - b[4])
+        best = max(best, d - radius - travel)
+    sp = math.hypot(v[0], v[1])
+    dirs = [(math.cos(a), math.sin(a)) for a in np.linspace(0.0, 2.0 * math.pi, 720, endpoint=False)]
+    if sp > 1e-6:
+        dirs += [(-v[1] / sp, v[0] / sp), (v[1] / sp, -v[0] / sp)]
+    for ux, uy in dirs:
+        lead = min(ux * (raw[0] - p[0]), ux * (raw[3] - p[0])) + min(uy * (raw[1] - p[1]), uy * (raw[4] - p[1]))
+        best = max(best, lead - m.horizontal_travel_m(t, ux, uy) - radius)
+    return best
 
 
 @lru_cache(maxsize=1)
@@ -324,7 +356,9 @@ def test_obstacles_thrust_clamp_keeps_the_clearance(p, v, rpy, w, thrust, est):
     # clearance (or, inside the margin, comes no closer than the robot is)
     assert t.cmd[1:] == cmd[1:] and min(cmd[0], t_est) - TOL <= t.cmd[0] <= max(cmd[0], t_est) + TOL
     b = stopping_box(s.model, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)
-    assert unit._approach_violation(b, p) is None
+    assert unit._approach_violation(b, p, t) is None
+    for raw in unit.raw:
+        assert kept_clearance(s.model, t, b, raw, unit.radius) >= min(unit.margin, clearance_now(p, raw, unit.radius)) - 1e-9
     assert tuple(t.stop_box) == tuple(b)
 
 
@@ -701,3 +735,82 @@ def test_stop_tilt_is_the_slab_on_the_tilt_axis():
         x_back = unit._stop_rate(th + unit.max_tilt)
         assert abs(unit.stop_tilt(th, x_max, 0.0) - unit.max_tilt) < 1e-9
         assert abs(unit.stop_tilt(th, -x_back, 0.0) - unit.max_tilt) < 1e-9
+
+
+# ---- the approach past a corner, and the take-off (issue #16: whole missions) -------------------
+@SETTINGS
+@given(**THRUST_TICK, handback=st.booleans())
+def test_horizontal_travel_is_the_stopping_box_extent_along_each_axis(p, v, rpy, w, thrust, est, handback):
+    # parity: the model's travel along a horizontal direction is the stopping box's extent turned to that direction
+    s = shield()
+    m = s.model
+    cmd, t_est, t = thrust_tick(p, v, rpy, w, thrust, est)
+    t.cmd[1], t.cmd[2] = 1e-3 * rpy[0], -1e-3 * rpy[1]  # some roll and pitch torque: the hand-back box commits them
+    t.handback = handback
+    x0, x1, y0, y1 = m.stopping_box(t)[:4]
+    for (ux, uy), extent in (((1.0, 0.0), x1 - p[0]), ((-1.0, 0.0), p[0] - x0), ((0.0, 1.0), y1 - p[1]), ((0.0, -1.0), p[1] - y0)):
+        assert math.isclose(m.horizontal_travel_m(t, ux, uy), extent, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_obstacles_let_a_diagonal_pass_by_a_corner_that_the_box_refused_and_stop_one_at_the_face():
+    # a mission's leg past pillar_a (x 1.3..1.7, y 1.3..1.7): at (1.74, 1.02) flying 1 m/s up and to the right, 0.22 m
+    # from the corner. The stopping box holds (1.74 +- , 1.02 .. 1.4): its corner reaches the pillar's, although the
+    # robot's travel toward the corner keeps the margin. Flying straight at the face from the same clearance is refused.
+    s = clamping_obstacles_shield()
+    m, unit = s.model, s.obstacles
+    hover = [m.weight, 0.0, 0.0, 0.0]
+    v = (0.62, 0.78, 0.0)
+    t = make_tick((1.74, 1.02, 1.08), v, (0, 0, 0), (0, 0, 0), list(hover), thrust_est=m.weight)
+    box = m.stopping_box(t)
+    pillar = unit.raw[unit.names.index("pillar_a")]
+    by_box = math.dist([max(pillar[i] - (box[1], box[3], box[6])[i], (box[0], box[2], box[4])[i] - pillar[i + 3], 0.0)
+                        for i in range(3)], [0, 0, 0]) - unit.radius
+    assert by_box < unit.margin  # the box alone refuses it
+    unit.check(t)
+    assert t.reject_unit is None and t.interventions is None and t.cmd == hover
+    assert kept_clearance(m, t, box, pillar, unit.radius) >= unit.margin
+    t = make_tick((1.5, 1.3 - 0.065 - 0.22, 1.08), (0.0, 1.0, 0.0), (0, 0, 0), (0, 0, 0), list(hover), thrust_est=m.weight)
+    unit.check(t)
+    assert t.reject_unit is unit and t.reject_constraint in ("approach", "slowdown")
+
+
+def _altitude_unit(climb: bool):
+    cfg, world = _inputs()
+    cfg = cfg.model_copy(update={"altitude": cfg.altitude.model_copy(update={"climb_into_band": climb})})
+    return Shield(cfg, CRAZYFLIE_2X, world, subgoal_radius_m=1.0)
+
+
+def test_altitude_lets_the_policy_take_off_and_never_sink_below_the_band():
+    on, off = _altitude_unit(True), _altitude_unit(False)
+    m = on.model
+    rest = (0.5, 0.5, 0.0125)  # the body's centre at rest on the floor (half its height)
+    for s, passes in ((on, True), (off, False)):  # at rest, motors spinning up, the policy's take-off thrust
+        t = make_tick(rest, (0, 0, 0), (0, 0, 0), (0, 0, 0), [0.47, 0, 0, 0], thrust_est=0.05)
+        s.altitude.check(t)
+        assert (t.reject_unit is None and t.interventions is None) is passes
+        assert passes or t.reject_constraint == "floor"
+    # below the band and sinking: refused, named
+    t = make_tick((0.5, 0.5, 0.12), (0, 0, -0.3), (0, 0, 0), (0, 0, 0), [0.0, 0, 0, 0], thrust_est=0.05)
+    on.altitude.check(t)
+    assert t.reject_unit is on.altitude and t.reject_constraint == "floor"
+    assert "below the band the robot may only climb" in t.reject_detail
+    # below the band and climbing on the motors' full thrust: the stop is above the height now
+    t = make_tick((0.5, 0.5, 0.12), (0, 0, 0.4), (0, 0, 0), (0, 0, 0), [m.high[0], 0, 0, 0], thrust_est=m.high[0])
+    z0 = m.stopping_box(t)[4]
+    on.altitude.check(t)
+    assert (t.reject_unit is None) is (z0 >= 0.12)
+
+
+@SETTINGS
+@given(z=st.floats(0.0, 0.4), vz=st.floats(-2.0, 2.0), thrust=st.floats(-1, 1), est=st.floats(-1, 1))
+def test_altitude_below_the_band_accepts_only_a_stop_at_or_above_the_height_now(z, vz, thrust, est):
+    # whatever it passes below the band (unclamped or clamped) stops no lower than the robot is, unless on the floor
+    s = _altitude_unit(True)
+    a = s.altitude
+    cmd, t_est, t = thrust_tick((2.0, 2.3, z), (0.0, 0.0, vz), (0, 0, 0), (0, 0, 0), thrust, est)
+    a.check(t)
+    if t.reject_unit is not None:
+        return
+    z0 = stopping_box(s.model, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)[4]
+    on_floor = z <= a.rest_z and vz >= -a.rest_speed
+    assert on_floor or z0 >= min(z, a.z_lo) - 1e-9

@@ -39,6 +39,14 @@ class AltitudeCfg(BaseModel):
     """A command whose stopping height leaves the band gets the least change of its collective thrust toward the
     motors' that brings it back (the stopping model's ``clamp_thrust``), as Nav2's slowdown zone lowers a speed;
     the backup takes over only when none does. False: every such command is handed to the backup."""
+    climb_into_band: bool = False
+    """Below the band (a take-off), the floor is where the robot is now: a command passes when its stopping height is
+    not below the measured height (the robot may only rise into the band, never sink further), and any command
+    passes while the robot is on the floor (within ``rest_height_m`` of it, sinking no faster than ``rest_speed_mps``: a
+    fall from there touches down at most as fast as a landing's touchdown). False: below the band every command is refused and the backup climbs the robot into it, as Nav2's
+    collision monitor stops motion inside a stop zone whichever way it goes."""
+    rest_height_m: float = Field(default=0.03, ge=0.0, le=0.1, description="on the floor: this close to it (m)")
+    rest_speed_mps: float = Field(default=0.1, ge=0.0, le=0.5, description="on the floor: sinking no faster than this (m/s)")
 
     @model_validator(mode="after")
     def _ordered(self) -> "AltitudeCfg":
@@ -115,6 +123,9 @@ class AltitudeUnit(ShieldUnit):
         self.clamp_thrust = a.clamp_thrust
         """Clamp the command's thrust into the band (a model offering ``clamp_thrust``) before handing over."""
         r = model.collision_radius_m
+        self.climb_into_band = a.climb_into_band
+        self.rest_z = world.bounds.min[2] + a.rest_height_m
+        self.rest_speed = a.rest_speed_mps
         self.floor_z = world.bounds.min[2]
         self.z_lo = self.floor_z + a.min_altitude_m + a.margin_m
         self.z_hi = min(self.floor_z + a.max_altitude_m, world.bounds.max[2] - r) - a.margin_m
@@ -132,12 +143,18 @@ class AltitudeUnit(ShieldUnit):
             return
         box = tick_stopping_box(self.m, tick)
         z0, z1 = box[4], box[5]
-        if z0 < self.z_lo:
-            constraint, detail = "floor", f"stopping height {z0:.2f} < {self.z_lo:.2f} m"
+        z_lo = self.z_lo
+        if self.climb_into_band and tick.p[2] < z_lo:  # below the band: it may rise into it, never sink
+            on_floor = tick.p[2] <= self.rest_z and tick.v[2] >= -self.rest_speed  # a fall from here is a touch
+            z_lo = -float("inf") if on_floor else tick.p[2]
+        if z0 < z_lo:
+            constraint, detail = "floor", (f"stopping height {z0:.2f} < {self.z_lo:.2f} m" if z_lo == self.z_lo else
+                                           f"stopping height {z0:.2f} m below the height now, {z_lo:.2f} m (below the band "
+                                           "the robot may only climb)")
         elif z1 > self.z_hi:
             constraint, detail = "ceiling", f"stopping height {z1:.2f} > {self.z_hi:.2f} m"
         else:
             return
-        z_lo, z_hi = self.z_lo, self.z_hi
+        z_hi = self.z_hi
         clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust, lambda b: z_lo <= b[4] and b[5] <= z_hi,
                                constraint, detail)

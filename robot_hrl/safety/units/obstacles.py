@@ -87,6 +87,8 @@ class ObstacleUnit(ShieldUnit):
         self.slow_speed = o.slowdown_ratio * model.max_speed_mps
         self.speed_h = model.speed_horizon_s
         self.clamp_thrust = o.clamp_thrust
+        k = self.DIRECTIONS
+        self._circle = tuple((math.cos(2.0 * math.pi * j / k), math.sin(2.0 * math.pi * j / k)) for j in range(k))
 
     def _toward(self, i: int, p, v) -> float:
         raw = self.raw[i]
@@ -120,17 +122,22 @@ class ObstacleUnit(ShieldUnit):
                 tick.cmd[:] = cmd
                 tick.record(self, "slowdown", before, tuple(tick.cmd),
                             detail=f"{change}: predicted speed {vh:.2f} -> {self.slow_speed:.2f} m/s near {self.names[i]!r}")
-        hit = self._approach_violation(tick_stopping_box(self.m, tick), p)
+        hit = self._approach_violation(tick_stopping_box(self.m, tick), p, tick)
         if hit is None:
             return
         i, reach = hit
         detail = f"stopping box comes within {reach:.3f} m of {self.names[i]!r}"
-        clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust, lambda b: self._approach_violation(b, p) is None,
+        clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust, lambda b: self._approach_violation(b, p, tick) is None,
                                "approach", detail)
 
-    def _approach_violation(self, stop_box, p) -> tuple[int, float] | None:
+    def _approach_violation(self, stop_box, p, tick=None) -> tuple[int, float] | None:
         """(the first box whose approach clearance the stopping box breaks, the clearance it keeps), or None: every box
-        keeps ``approach_margin_m`` from the stopping box, or (already inside it) no less than the robot has now."""
+        keeps ``approach_margin_m`` from the stopping box, or (already inside it) no less than the robot has now.
+
+        Where the box breaks it and the model offers ``horizontal_travel_m`` (the quadrotor's), separating planes are
+        tried too (:meth:`_separation`): the stop's travel along a direction bounds it as the box does along an axis. An
+        axis-aligned box around a diagonal stop holds corners the robot cannot reach; passing a pillar's corner they broke
+        the margin on 4.6 % of the ticks of whole missions (benchmarks/README.md, "Issue #16: whole missions")."""
         x0, x1, y0, y1, z0, _, z1 = stop_box
         x, y, z = p
         margin, radius = self.margin, self.radius
@@ -148,6 +155,48 @@ class ObstacleUnit(ShieldUnit):
             dy = max(raw[1] - y, y - raw[4], 0.0)
             dz = max(raw[2] - z, z - raw[5], 0.0)
             now = math.sqrt(dx * dx + dy * dy + dz * dz) - radius
-            if reach < now - 1e-9:  # inside the margin, only moving away is allowed
-                return i, reach
+            if reach >= now - 1e-9:  # inside the margin, only moving away is allowed
+                continue
+            travel_h = getattr(self.m, "horizontal_travel_m", None) if tick is not None else None
+            if travel_h is not None:
+                kept = self._separation(tick, travel_h, raw, p, z0, z1, now + radius, (dx, dy, dz))
+                if kept >= margin or kept >= now - 1e-9:
+                    continue
+                reach = max(reach, kept)
+            return i, reach
         return None
+
+    DIRECTIONS = 16
+    """Horizontal directions tried as separating planes (besides the nearest point's and across the velocity)."""
+
+    def _separation(self, tick, travel_h, raw, p, z0, z1, dist, gaps) -> float:
+        """The clearance from the obstacle ``raw`` that the stop keeps by the best separating plane tried, m: for a
+        unit direction ``u``, the obstacle lies where ``u.(y - p) >= min over the box``, and the stop reaches at most
+        ``travel(u)`` along ``u``, so it keeps ``min_box u.(y - p) - travel(u) - radius`` (a box is convex, the robot a
+        sphere). Tried: the direction to the nearest point (3D: its vertical part travels the stopping box's own
+        vertical extent), the two across the horizontal velocity (a pass beside a corner), and
+        :attr:`DIRECTIONS` around the circle. The horizontal travel is the model's ``horizontal_travel_m``: the
+        stopping box's extent turned to ``u``. -inf when none separates."""
+        x, y, z = p
+        radius = self.radius
+        best = -math.inf
+        dx, dy, dz = gaps
+        if dist > 1e-9:  # the nearest point's direction
+            nx = (dx if x < raw[0] else -dx) / dist  # (a gap is 0 within the box's span on that axis)
+            ny = (dy if y < raw[1] else -dy) / dist
+            nz = (dz if z < raw[2] else -dz) / dist
+            h = math.sqrt(nx * nx + ny * ny)
+            travel = h * travel_h(tick, nx / h, ny / h) if h > 1e-9 else 0.0
+            travel += nz * (z1 - z) if nz > 0.0 else -nz * (z - z0)
+            best = dist - travel - radius
+        v = tick.v
+        sp = math.sqrt(v[0] * v[0] + v[1] * v[1])
+        across = ((-v[1] / sp, v[0] / sp), (v[1] / sp, -v[0] / sp)) if sp > 1e-6 else ()
+        for ux, uy in across + self._circle:
+            lead = ((raw[0] - x) * ux if ux > 0.0 else (raw[3] - x) * ux) + ((raw[1] - y) * uy if uy > 0.0 else (raw[4] - y) * uy)
+            if lead - radius <= best:  # not even a stop in place beats the best
+                continue
+            kept = lead - travel_h(tick, ux, uy) - radius
+            if kept > best:
+                best = kept
+        return best

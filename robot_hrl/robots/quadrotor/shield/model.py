@@ -532,6 +532,43 @@ class DynamicsModel:
             return None
         return kept, f"hand-back torque (roll {r_cmd:.2e} -> {kept[1]:.2e}, pitch {p_cmd:.2e} -> {kept[2]:.2e} N m)"
 
+    def horizontal_travel_m(self, tick, ux: float, uy: float) -> float:
+        """How far the stopping box reaches from the robot along the unit horizontal direction ``(ux, uy)``, m (>= 0):
+        :func:`stopping_box`'s x extent in a frame turned to ``u``. The same worst cases: the thrust between the
+        command's and the motors' estimate over ``brake_mass``, along body z now or once the rates are stopped, the same
+        plane speed after the reaction time (each axis's worst: it bounds the speed of every realization, whichever way
+        the frame is turned), the same brake; on a hand-back tick the larger of the measured and the committed rates',
+        as the box. At ``u`` = +x it is ``x1 - p_x`` of the box, at -y ``p_y - y0`` (tests/test_shield_obstacles.py
+        checks the four). The obstacle unit's approach test intersects the box with this bound toward a box's nearest
+        point (robot_hrl/safety/units/obstacles.py): a box is a loose hull of a diagonal stop."""
+        d = self._horizontal_travel(tick, tick.w, ux, uy)
+        if tick.handback:
+            wide = self._horizontal_travel(tick, self.committed_rates(tick), ux, uy)
+            d = d if d > wide else wide
+        return d
+
+    def _horizontal_travel(self, tick, w, ux: float, uy: float) -> float:
+        t_a, t_b = tick.cmd[0], tick.est[0]
+        strong, weak = (t_a, t_b) if t_a > t_b else (t_b, t_a)
+        strong /= self.brake_mass
+        weak /= self.brake_mass
+        c, d = thrust_axes(self, tick.r, w)
+        a_u = -math.inf
+        ax = ay = 0.0
+        for axis in (c, d):
+            along = axis[0] * ux + axis[1] * uy
+            a = strong * along if along > 0 else weak * along
+            if a > a_u:
+                a_u = a
+            kx, ky = strong * abs(axis[0]), strong * abs(axis[1])  # each world axis's worst acceleration, as the box's
+            ax = ax if ax > kx else kx
+            ay = ay if ay > ky else ky
+        v = tick.v
+        t = self.reaction_time
+        v1x = abs(v[0]) + ax * t
+        v1y = abs(v[1]) + ay * t
+        return self.stopping_distance(v[0] * ux + v[1] * uy, a_u, math.sqrt(v1x * v1x + v1y * v1y), self.brake_horizontal)
+
     def approach_travel_m(self, tick, n) -> float:
         """How far the robot travels along the unit world direction ``n`` before it stands still, if the tick's
         command acts for the reaction time and the backup then brakes (:meth:`stopping_distance` along ``n``;
