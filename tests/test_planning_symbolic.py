@@ -47,7 +47,7 @@ def assert_clear(world: World, plan, clearance=CRAZYFLIE_2X.collision_radius_m):
 def assert_spacing(plan, start, radius):
     pts = np.vstack([start, *plan.subgoals])
     gaps = np.linalg.norm(np.diff(pts, axis=0), axis=1)
-    assert gaps.max() <= 0.9 * radius + 1e-9
+    assert gaps.max() <= PlannerConfig.subgoal_spacing_fraction * radius + 1e-9
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_open_space_is_a_straight_line_with_spaced_subgoals():
     goto = plan.steps[1]
     assert np.allclose(goto.path, [[1, 1, 1], [8, 6, 2]])
     length = math.dist((1, 1, 1), (8, 6, 2))
-    assert len(goto.subgoals) == math.ceil(length / 0.9)
+    assert len(goto.subgoals) == math.ceil(length / (1.0 * PlannerConfig.subgoal_spacing_fraction))
     assert np.allclose(goto.subgoals[-1], [8, 6, 2])
     assert_spacing(plan, world.start, 1.0)
     assert all(isinstance(s, np.ndarray) and s.shape == (3,) for s in plan.subgoals)

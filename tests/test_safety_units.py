@@ -186,9 +186,10 @@ def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v
     def box_of(thrust_n):
         return stopping_box(s.model, t.p, t.v, t.r, t.w, thrust_n, t.thrust_est)[:6]
 
-    floor = a.z_lo  # below the band (climb_into_band) the floor is the height now, and none while on the floor
-    if a.climb_into_band and p[2] < a.z_lo:
-        floor = -math.inf if p[2] <= a.rest_z and v[2] >= -a.rest_speed else p[2]
+    floor = a.z_lo  # within the hold's sag of the band's floor (climb_into_band): the height now less the sag; none on the floor
+    low = p[2] - s.model.backup_sag_down_m
+    if a.climb_into_band and low < a.z_lo:
+        floor = -math.inf if p[2] <= a.rest_z and v[2] >= -a.rest_speed else low
 
     def inside(b, band=True):
         x0, x1, y0, y1, z0, z1 = b
@@ -793,24 +794,40 @@ def test_altitude_lets_the_policy_take_off_and_never_sink_below_the_band():
     t = make_tick((0.5, 0.5, 0.12), (0, 0, -0.3), (0, 0, 0), (0, 0, 0), [0.0, 0, 0, 0], thrust_est=0.05)
     on.altitude.check(t)
     assert t.reject_unit is on.altitude and t.reject_constraint == "floor"
-    assert "below the band the robot may only climb" in t.reject_detail
-    # below the band and climbing on the motors' full thrust: the stop is above the height now
+    assert "the robot may only climb" in t.reject_detail
+    # above the band by less than the backup's hold sag (a fresh shield: the weakest airframe's), hovering: no hold
+    # could keep the band's floor from here, so the policy may hover, as the hold would; sinking is still refused
+    sag = m.backup_sag_down_m
+    assert sag > 0.1
+    z = on.altitude.z_lo + 0.5 * sag
+    for s, passes in ((on, True), (off, False)):
+        t = make_tick((0.5, 0.5, z), (0, 0, 0), (0, 0, 0), (0, 0, 0), [m.weight, 0, 0, 0], thrust_est=m.weight)
+        s.altitude.check(t)
+        assert (t.reject_unit is None and t.interventions is None) is passes
+    t = make_tick((0.5, 0.5, z), (0, 0, -0.3), (0, 0, 0), (0, 0, 0), [0.0, 0, 0, 0], thrust_est=0.05)
+    on.altitude.check(t)
+    assert t.reject_unit is on.altitude and t.reject_constraint == "floor"
+    # below the band and climbing on the motors' full thrust: the command's own stop does not sink (the box's floor
+    # is the height now less the backup's hold sag)
     t = make_tick((0.5, 0.5, 0.12), (0, 0, 0.4), (0, 0, 0), (0, 0, 0), [m.high[0], 0, 0, 0], thrust_est=m.high[0])
     z0 = m.stopping_box(t)[4]
     on.altitude.check(t)
-    assert (t.reject_unit is None) is (z0 >= 0.12)
+    assert z0 + m.backup_sag_down_m >= 0.12 - 1e-9 and t.reject_unit is None and t.interventions is None
 
 
 @SETTINGS
-@given(z=st.floats(0.0, 0.4), vz=st.floats(-2.0, 2.0), thrust=st.floats(-1, 1), est=st.floats(-1, 1))
+@given(z=st.floats(0.0, 0.8), vz=st.floats(-2.0, 2.0), thrust=st.floats(-1, 1), est=st.floats(-1, 1))
 def test_altitude_below_the_band_accepts_only_a_stop_at_or_above_the_height_now(z, vz, thrust, est):
-    # whatever it passes below the band (unclamped or clamped) stops no lower than the robot is, unless on the floor
+    # whatever it passes low down (unclamped or clamped) keeps the band, or its own stop sinks no lower than the robot
+    # is (the backup's hold sag aside: the hold sags the same), unless on the floor
     s = _altitude_unit(True)
     a = s.altitude
     cmd, t_est, t = thrust_tick((2.0, 2.3, z), (0.0, 0.0, vz), (0, 0, 0), (0, 0, 0), thrust, est)
     a.check(t)
     if t.reject_unit is not None:
         return
-    z0 = stopping_box(s.model, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)[4]
+    m = s.model
+    z0 = stopping_box(m, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)[4]
     on_floor = z <= a.rest_z and vz >= -a.rest_speed
-    assert on_floor or z0 >= min(z, a.z_lo) - 1e-9
+    # the box's floor less the backup's own sag: the command's stop sinks no lower than the height now, or keeps the band
+    assert on_floor or z0 >= min(a.z_lo, z - m.backup_sag_down_m) - 1e-9

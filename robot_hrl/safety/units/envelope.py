@@ -40,11 +40,13 @@ class AltitudeCfg(BaseModel):
     motors' that brings it back (the stopping model's ``clamp_thrust``), as Nav2's slowdown zone lowers a speed;
     the backup takes over only when none does. False: every such command is handed to the backup."""
     climb_into_band: bool = False
-    """Below the band (a take-off), the floor is where the robot is now: a command passes when its stopping height is
-    not below the measured height (the robot may only rise into the band, never sink further), and any command
-    passes while the robot is on the floor (within ``rest_height_m`` of it, sinking no faster than ``rest_speed_mps``: a
-    fall from there touches down at most as fast as a landing's touchdown). False: below the band every command is refused and the backup climbs the robot into it, as Nav2's
-    collision monitor stops motion inside a stop zone whichever way it goes."""
+    """Where no hold can keep the band's floor any more (below the band, a take-off; or above it by less than the
+    backup's own hold sag, ``backup_sag_down_m`` of a model that has one: the hold that would replace the command sags
+    the same way), the floor is the height now less that sag: a command passes when its stop does not sink below the
+    height now (under the policy the robot may only rise, never sink further), and any command passes while the robot
+    is on the floor (within ``rest_height_m`` of it, sinking no faster than ``rest_speed_mps``: a fall from there
+    touches down at most as fast as a landing's touchdown). False: every such command is refused and the backup lifts
+    the robot, as Nav2's collision monitor stops motion inside a stop zone whichever way it goes."""
     rest_height_m: float = Field(default=0.03, ge=0.0, le=0.1, description="on the floor: this close to it (m)")
     rest_speed_mps: float = Field(default=0.1, ge=0.0, le=0.5, description="on the floor: sinking no faster than this (m/s)")
 
@@ -144,13 +146,18 @@ class AltitudeUnit(ShieldUnit):
         box = tick_stopping_box(self.m, tick)
         z0, z1 = box[4], box[5]
         z_lo = self.z_lo
-        if self.climb_into_band and tick.p[2] < z_lo:  # below the band: it may rise into it, never sink
-            on_floor = tick.p[2] <= self.rest_z and tick.v[2] >= -self.rest_speed  # a fall from here is a touch
-            z_lo = -float("inf") if on_floor else tick.p[2]
+        if self.climb_into_band:
+            # the backup's own hold sag (a quadrotor's, on the weakest airframe the model allows now): the hold that
+            # would replace the command sags the same way
+            low = tick.p[2] - getattr(self.m, "backup_sag_down_m", 0.0)
+            if low < z_lo:  # below the band, or too close above it for any hold to keep it: the robot may not sink
+                on_floor = tick.p[2] <= self.rest_z and tick.v[2] >= -self.rest_speed  # a fall from here is a touch
+                z_lo = -float("inf") if on_floor else low
         if z0 < z_lo:
             constraint, detail = "floor", (f"stopping height {z0:.2f} < {self.z_lo:.2f} m" if z_lo == self.z_lo else
-                                           f"stopping height {z0:.2f} m below the height now, {z_lo:.2f} m (below the band "
-                                           "the robot may only climb)")
+                                           f"stopping height {z0:.2f} m below the height now, {tick.p[2]:.2f} m, less the "
+                                           f"backup's hold sag (below the band, or within the sag above it, the robot may "
+                                           "only climb)")
         elif z1 > self.z_hi:
             constraint, detail = "ceiling", f"stopping height {z1:.2f} > {self.z_hi:.2f} m"
         else:
