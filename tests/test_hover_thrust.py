@@ -420,3 +420,18 @@ def test_a_fault_at_any_moment_while_narrowing_puts_back_the_worst_case(fault, a
         if k == fault_at:
             assert not unit.narrowed and not unit.converged, (fault, k)
             assert m.weak_fraction == m.weak_fraction_cfg and m.strong_fraction == m.strong_fraction_cfg, (fault, k)
+
+
+@settings(max_examples=30, deadline=None)
+@given(thrusts=st.lists(st.floats(0.0, 0.6), min_size=50, max_size=400), hold=st.floats(0.05, 0.4))
+def test_dropping_the_forgotten_starts_leaves_the_thrust_band_bit_for_bit(thrusts, hold):
+    # the band's two starts of a motor and latency, once equal, are kept once: the band over every tick is the same
+    # as with all of them kept (a random command sequence, then a hold that lets the starts meet)
+    pruned, full = _shield().unit("hover_thrust"), _shield().unit("hover_thrust")
+    full._distinct_lags = 10**9  # never prune
+    seq = thrusts + [hold] * 800
+    for t in seq:
+        prev = (t, 1e-4, -1e-4, 0.0)
+        assert pruned._band(prev) == full._band(prev)
+    assert len(pruned._lags) <= len(full._lags)
+    assert len(pruned._lags) == pruned._distinct_lags  # after 8 s of one command the starts have met

@@ -174,6 +174,7 @@ class HoverThrustUnit(ShieldUnit):
         # narrows as the lags forget it (the slowest motor: about 1 s to 1 %)
         top = math.sqrt(self.m.high[0])
         self._lags = [[a, j, start] for a in self._alphas for j in range(self._latency + 1) for start in (0.0, top)]
+        self._distinct_lags = len(self._alphas) * (self._latency + 1)
         self._queue = [w] * (self._latency + 1)
         self._spread = [0.0] * (self._latency + 1)
         self.last_fault = ""
@@ -195,24 +196,36 @@ class HoverThrustUnit(ShieldUnit):
         self.m.set_hover_thrust(self.feedforward_n)
 
     def _band(self, prev) -> tuple[float, float]:
-        """Advance the lags with the command passed last tick; the thrust band over that tick (mean of each lag)."""
+        """Advance the lags with the command passed last tick; the thrust band over that tick (mean of each lag).
+
+        Two lags of one motor and latency whose states have become equal (the two starts, forgotten) stay equal: one
+        of them is dropped (the band is bit for bit the same, the loop half as long once the starts are forgotten)."""
         q = self._queue
         prev_thrust = prev[0]
-        q.append(max(0.0, prev_thrust))
+        q.append(prev_thrust if prev_thrust > 0.0 else 0.0)
         del q[0]
         k = self._spread_k
         sp = self._spread
         sp.append(abs(prev[1]) * k[0] + abs(prev[2]) * k[1] + abs(prev[3]) * k[2])
         del sp[0]
-        targets = [math.sqrt(x) for x in reversed(q)]  # latency 0, 1, ...
+        sqrt = math.sqrt
+        targets = [sqrt(x) for x in reversed(q)]  # latency 0, 1, ...
         lo, hi = math.inf, -math.inf
-        for lag in self._lags:
+        lags = self._lags
+        for lag in lags:
             s0 = lag[2]
             s1 = s0 + lag[0] * (targets[lag[1]] - s0)
             lag[2] = s1
             mean = 0.5 * (s0 * s0 + s1 * s1)
-            lo = min(lo, mean)
-            hi = max(hi, mean)
+            if mean < lo:
+                lo = mean
+            if mean > hi:
+                hi = mean
+        if len(lags) > self._distinct_lags:  # the starts of a motor and latency met: keep one
+            seen = set()
+            kept = [lag for lag in lags if (key := (lag[0], lag[1], lag[2])) not in seen and not seen.add(key)]
+            if len(kept) < len(lags):
+                self._lags = kept
         return lo, hi
 
     def check(self, tick: Tick) -> None:
