@@ -34,7 +34,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=4.0, help="how long the hold is flown")
     args = ap.parse_args(argv)
     if not args.speed > 0:
-        ap.error("--speed must be > 0")
+        ap.error(f"--speed must be a speed > 0 m/s, got {args.speed}")
+    if not args.seconds > 0:
+        ap.error(f"--seconds must be > 0, got {args.seconds}")
     from robot_hrl.robots import CRAZYFLIE_2X
     from robot_hrl.robots.quadrotor.shield.backup import BackupController
     from robot_hrl.robots.quadrotor.shield.model import backup_linear_stop_s

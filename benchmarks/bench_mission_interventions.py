@@ -38,6 +38,8 @@ from sim.safety_eval import sample_free_starts  # noqa: E402
 
 LEARNING_S = 1.5
 """The first seconds after the take-off, reported apart (the hover-thrust estimate converges in about 1 s)."""
+BATTERY_ENDS = frozenset({"battery.low_battery_hold", "battery.low_battery_land"})
+"""The battery unit's constraints: a flight with either was ended by the battery unit."""
 
 
 def random_task(world, rng: np.random.Generator, legs: int = 3) -> str:
@@ -61,6 +63,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.flights < 1 or args.legs < 1:
         ap.error("--flights and --legs must be at least 1")
+    if args.margin is not None and not args.margin >= 0.0:
+        ap.error(f"--margin must be a distance >= 0 m, got {args.margin}")
+    if args.config is not None and not args.config.is_file():
+        ap.error(f"--config {args.config}: no such file; give a shield YAML (e.g. robot_hrl/robots/crazyflie_2x/shield.yaml)")
     from tqdm import tqdm
 
     randomization = None
@@ -77,6 +83,7 @@ def main(argv=None) -> int:
         f = rig.fly(task, seed=args.seed * 100_000 + i, randomization=randomization)
         flights.append((task, f))
     wall = time.perf_counter() - t0
+    window_ticks = int(round(LEARNING_S * float(rig.policy.contract.control_rate_hz)))
 
     air_ticks = early_ticks = 0
     changed = early_changed = 0
@@ -91,19 +98,19 @@ def main(argv=None) -> int:
         t_off = f.takeoff_s if f.takeoff_s is not None else 0.0
         n_early = sum(1 for t in f.intervened_s if t < t_off + LEARNING_S)
         early_changed += n_early
-        early_ticks += min(int(round(LEARNING_S * 100)), air)
+        early_ticks += min(window_ticks, air)
         for k, n in f.flying_interventions.items():
             by_constraint[k] = by_constraint.get(k, 0) + n
         ok = f.planner_state == "done" and "landed" in f.skill_states
         done += ok
-        battery_ended += "battery.low_battery_land" in f.flying_interventions or "battery.low_battery_hold" in f.flying_interventions
+        by_battery = bool(BATTERY_ENDS & f.flying_interventions.keys())
+        battery_ended += by_battery
         if not f.ok:
             violated.append((f.seed, f.violations))
         rows.append({"task": task, "seed": f.seed, "airframe": f.airframe, "done": ok, "violations": f.violations,
                      "air_ticks": air, "ticks_intervened": len(f.intervened_s), "landing_ticks": f.landing_ticks,
                      "early_intervened": n_early, "interventions": f.flying_interventions, "duration_s": f.duration_s,
-                     "mode_ticks": f.mode_ticks, "battery_ended": bool(
-                         {"battery.low_battery_land", "battery.low_battery_hold"} & set(f.flying_interventions))})
+                     "mode_ticks": f.mode_ticks, "battery_ended": by_battery})
     n = len(flights)
     kind = "randomized airframes" if args.randomize else "nominal airframe"
     print(f"== missions from the ground, fresh shield, {kind}, seed {args.seed}, planner margin {rig.safety_margin_m} m: "

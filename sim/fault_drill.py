@@ -177,6 +177,7 @@ class MissionRig:
         shield. ``randomization``: a ``sim.pybullet.RandomizationCfg`` (the airframe drawn from ``seed``), None the
         nominal robot."""
         from robot_hrl.nodes.planner_node import PlannerCore
+        from robot_hrl.planning import PlannerConfig
         from robot_hrl.planning.llm import make_planner
         from robot_hrl.safety import Shield
         from sim.pybullet import PyBulletQuadrotorSim
@@ -188,8 +189,6 @@ class MissionRig:
         if hasattr(policy, "reset"):
             policy.reset()
         skill = _sim_skill_core()(policy, shield, world)
-        from robot_hrl.planning import PlannerConfig
-
         config = PlannerConfig(robot_radius_m=robot.collision_radius_m, safety_margin_m=self.safety_margin_m)
         planner = PlannerCore(make_planner("symbolic", world, contract.subgoal_radius_m, config=config),
                               floor_z=float(world.bounds.min[2]))

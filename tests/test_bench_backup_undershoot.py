@@ -20,3 +20,11 @@ def test_every_motor_and_latency_is_flown_and_comes_back_less_than_a_decimetre_a
     assert len(rows) == 8, proc.stdout
     for _, _, h, _, v in rows:
         assert 0.0 <= float(h) < 0.15 and 0.0 <= float(v) < 0.15  # measured 2.7-4.1 cm and 3.0-10.2 cm (2026-11-28)
+
+
+def test_bad_arguments_are_refused_with_what_to_give():
+    script = str(REPO / "benchmarks" / "bench_backup_undershoot.py")
+    for args, needle in ((["--speed", "0"], "--speed must be a speed > 0 m/s"), (["--seconds", "-1"], "--seconds must be > 0"),
+                         (["--speed", "nan"], "--speed must be a speed > 0 m/s")):
+        proc = subprocess.run([sys.executable, script, *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and needle in proc.stderr, (args, proc.stderr)

@@ -53,3 +53,13 @@ def test_random_tasks_are_free_points_and_parse():
             p = np.array([float(x) for x in step.split()[1:]])
             assert not world.collides(p, margin=0.59) and 0.6 <= p[2] <= 1.5  # (the task rounds to the centimetre)
         assert parse_task(task) is not None
+
+
+def test_bad_arguments_are_refused_with_what_to_give():
+    script = str(REPO / "benchmarks" / "bench_mission_interventions.py")
+    for args, needle in ((["--flights", "0"], "--flights and --legs must be at least 1"),
+                         (["--margin", "-0.1"], "--margin must be a distance >= 0 m"),
+                         (["--margin", "nan"], "--margin must be a distance >= 0 m"),
+                         (["--config", "no/such.yaml"], "--config no/such.yaml: no such file")):
+        proc = subprocess.run([sys.executable, script, *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and needle in proc.stderr, (args, proc.stderr)

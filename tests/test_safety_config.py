@@ -91,6 +91,11 @@ _DELETE = object()
         (("backup", "recover_s"), -0.1, "backup.recover_s"),
         (("backup", "recover_s"), float("nan"), "backup.recover_s"),
         (("backup", "recover_s"), "soon", "backup.recover_s"),
+        (("altitude", "climb_into_band"), "sometimes", "altitude.climb_into_band"),
+        (("altitude", "rest_height_m"), -0.01, "altitude.rest_height_m"),
+        (("altitude", "rest_height_m"), 0.5, "altitude.rest_height_m"),
+        (("altitude", "rest_height_m"), float("nan"), "altitude.rest_height_m"),
+        (("altitude", "rest_speed_mps"), 2.0, "altitude.rest_speed_mps"),
     ],
 )
 def test_invalid_values_are_refused_naming_the_key(raw, path, value, expected):

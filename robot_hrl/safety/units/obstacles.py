@@ -87,6 +87,8 @@ class ObstacleUnit(ShieldUnit):
         self.slow_speed = o.slowdown_ratio * model.max_speed_mps
         self.speed_h = model.speed_horizon_s
         self.clamp_thrust = o.clamp_thrust
+        self._travel_h = getattr(model, "horizontal_travel_m", None)
+        """The model's stop travel along a horizontal direction (the quadrotor's), or None: the box alone."""
         k = self.DIRECTIONS
         self._circle = tuple((math.cos(2.0 * math.pi * j / k), math.sin(2.0 * math.pi * j / k)) for j in range(k))
 
@@ -157,9 +159,8 @@ class ObstacleUnit(ShieldUnit):
             now = math.sqrt(dx * dx + dy * dy + dz * dz) - radius
             if reach >= now - 1e-9:  # inside the margin, only moving away is allowed
                 continue
-            travel_h = getattr(self.m, "horizontal_travel_m", None) if tick is not None else None
-            if travel_h is not None:
-                kept = self._separation(tick, travel_h, raw, p, z0, z1, now + radius, (dx, dy, dz))
+            if self._travel_h is not None and tick is not None:
+                kept = self._separation(tick, raw, p, z0, z1, now + radius, (dx, dy, dz))
                 if kept >= margin or kept >= now - 1e-9:
                     continue
                 reach = max(reach, kept)
@@ -169,7 +170,7 @@ class ObstacleUnit(ShieldUnit):
     DIRECTIONS = 16
     """Horizontal directions tried as separating planes (besides the nearest point's and across the velocity)."""
 
-    def _separation(self, tick, travel_h, raw, p, z0, z1, dist, gaps) -> float:
+    def _separation(self, tick, raw, p, z0, z1, dist, gaps) -> float:
         """The clearance from the obstacle ``raw`` that the stop keeps by the best separating plane tried, m: for a
         unit direction ``u``, the obstacle lies where ``u.(y - p) >= min over the box``, and the stop reaches at most
         ``travel(u)`` along ``u``, so it keeps ``min_box u.(y - p) - travel(u) - radius`` (a box is convex, the robot a
@@ -178,7 +179,7 @@ class ObstacleUnit(ShieldUnit):
         :attr:`DIRECTIONS` around the circle. The horizontal travel is the model's ``horizontal_travel_m``: the
         stopping box's extent turned to ``u``. -inf when none separates."""
         x, y, z = p
-        radius = self.radius
+        radius, travel_h = self.radius, self._travel_h
         best = -math.inf
         dx, dy, dz = gaps
         if dist > 1e-9:  # the nearest point's direction

@@ -538,7 +538,7 @@ class DynamicsModel:
         command's and the motors' estimate over ``brake_mass``, along body z now or once the rates are stopped, the same
         plane speed after the reaction time (each axis's worst: it bounds the speed of every realization, whichever way
         the frame is turned), the same brake; on a hand-back tick the larger of the measured and the committed rates',
-        as the box. At ``u`` = +x it is ``x1 - p_x`` of the box, at -y ``p_y - y0`` (tests/test_shield_obstacles.py
+        as the box. At ``u`` = +x it is ``x1 - p_x`` of the box, at -y ``p_y - y0`` (tests/test_safety_units.py
         checks the four). The obstacle unit's approach test intersects the box with this bound toward a box's nearest
         point (robot_hrl/safety/units/obstacles.py): a box is a loose hull of a diagonal stop."""
         d = self._horizontal_travel(tick, tick.w, ux, uy)
