@@ -96,6 +96,11 @@ _DELETE = object()
         (("altitude", "rest_height_m"), 0.5, "altitude.rest_height_m"),
         (("altitude", "rest_height_m"), float("nan"), "altitude.rest_height_m"),
         (("altitude", "rest_speed_mps"), 2.0, "altitude.rest_speed_mps"),
+        (("altitude", "flow_check"), "maybe", "altitude.flow_check"),
+        (("stopping", "fastest_motor_time_constant_s"), 0.5, "stopping.fastest_motor_time_constant_s"),
+        (("stopping", "fastest_motor_time_constant_s"), 0.0, "stopping.fastest_motor_time_constant_s"),
+        (("stopping", "flow_ground_effect_fraction"), 1.5, "stopping.flow_ground_effect_fraction"),
+        (("stopping", "flow_ground_effect_fraction"), float("nan"), "stopping.flow_ground_effect_fraction"),
     ],
 )
 def test_invalid_values_are_refused_naming_the_key(raw, path, value, expected):

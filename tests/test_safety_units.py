@@ -188,16 +188,23 @@ def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v
 
     floor = a.z_lo  # within the hold's sag of the band's floor (climb_into_band): the height now less the sag; none on the floor
     low = p[2] - s.model.backup_sag_down_m
+    climb = False
     if a.climb_into_band and low < a.z_lo:
         floor = -math.inf if p[2] <= a.rest_z and v[2] >= -a.rest_speed else low
+        climb = floor == low
+    # there, a box that sinks still passes when the backup's vertical flow after the command keeps the hold's
+    # (altitude.flow_check; tests/test_vertical_flow.py tests the flow itself)
+    flow_keeps = a.flow_check and a._flow(thrust_tick(p, v, rpy, w, thrust, est)[2], climb)[0]
 
-    def inside(b, band=True):
+    def inside(b, band=True, flow=False):
         x0, x1, y0, y1, z0, z1 = b
-        return g.x_lo <= x0 and x1 <= g.x_hi and g.y_lo <= y0 and y1 <= g.y_hi and (not band or (floor <= z0 and z1 <= a.z_hi))
+        return g.x_lo <= x0 and x1 <= g.x_hi and g.y_lo <= y0 and y1 <= g.y_hi and (
+            not band or ((floor <= z0 or flow) and z1 <= a.z_hi))
 
     x0, x1, y0, y1, z0, z1 = box_of(cmd[0])
     assert x0 <= p[0] <= x1 and y0 <= p[1] <= y1 and z0 <= p[2] <= z1
-    if inside(box_of(cmd[0])):  # a command that stops inside passes unchanged
+    # (a clamp, for the fence or the ceiling, is judged on the box alone: the flow passed the command's own thrust)
+    if inside(box_of(cmd[0]), flow=flow_keeps):  # a command that stops inside passes unchanged
         assert t.reject_unit is None and t.cmd == cmd and t.interventions is None
         return
     if t.reject_unit is not None:  # handed over: nothing between the command's thrust and the motors' stops inside
@@ -210,7 +217,9 @@ def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v
     assert all(getattr(s, i.unit).clamp_thrust for i in t.interventions)
     assert t.cmd[1:] == cmd[1:]
     assert min(cmd[0], t_est) - TOL <= t.cmd[0] <= max(cmd[0], t_est) + TOL
-    assert inside(box_of(t.cmd[0]))
+    # (the altitude unit judges the fence's clamped command on its box, or on the vertical flow after it)
+    clamped = make_tick(p, v, rpy, w, list(t.cmd), thrust_est=t_est)
+    assert inside(box_of(t.cmd[0]), flow=a.flow_check and a._flow(clamped, climb)[0])
     assert tuple(t.stop_box[:6]) == tuple(box_of(t.cmd[0]))  # the box the later units judge is the new command's
 
 
@@ -218,7 +227,16 @@ def test_altitude_clamp_lets_a_descent_from_hover_start_instead_of_holding():
     # issue #16: at rest 1.18 m up, the shipped policy asks for no thrust toward a goal 0.7 m below; the box of a
     # free fall for the descent's reaction time reaches under the floor, and a hold kept the robot there for good
     # (the policy's next command is the same). The clamp gives the least thrust whose box stops above the floor.
-    s = fresh_shield()
+    # With the vertical flow (altitude.flow_check) the command passes as it is: one tick of it, then the hold, keeps the
+    # band (the box's free fall for the whole reaction time is blind to the motors that keep most of their thrust).
+    on = fresh_shield()
+    t = make_tick((2.0, 2.3, 1.18), (0, 0, 0), (0, 0, 0), (0, 0, 0), [0.0, 0, 0, 0], thrust_est=on.model.weight)
+    on.altitude.check(t)
+    assert on.altitude.flow_check and t.reject_unit is None and t.interventions is None and t.cmd[0] == 0.0
+    assert on.model.backup_flow_lowest(t, 0.0, 0.0, 2.0, math.inf) >= on.altitude.z_lo
+    cfg, world = _inputs()
+    s = Shield(cfg.model_copy(update={"altitude": cfg.altitude.model_copy(update={"flow_check": False})}), CRAZYFLIE_2X,
+               world, subgoal_radius_m=1.0)
     m = s.model
     t = make_tick((2.0, 2.3, 1.18), (0, 0, 0), (0, 0, 0), (0, 0, 0), [0.0, 0, 0, 0], thrust_est=m.weight)
     s.altitude.check(t)
@@ -829,5 +847,9 @@ def test_altitude_below_the_band_accepts_only_a_stop_at_or_above_the_height_now(
     m = s.model
     z0 = stopping_box(m, t.p, t.v, t.r, t.w, t.cmd[0], t.thrust_est)[4]
     on_floor = z <= a.rest_z and vz >= -a.rest_speed
-    # the box's floor less the backup's own sag: the command's stop sinks no lower than the height now, or keeps the band
-    assert on_floor or z0 >= min(a.z_lo, z - m.backup_sag_down_m) - 1e-9
+    # the box's floor less the backup's own sag: the command's stop sinks no lower than the height now, or keeps the band;
+    # or, passed unchanged, the backup's vertical flow after it keeps the hold's (altitude.flow_check)
+    unchanged = t.interventions is None
+    assert on_floor or z0 >= min(a.z_lo, z - m.backup_sag_down_m) - 1e-9 or (
+        unchanged and a.flow_check and a._flow(thrust_tick((2.0, 2.3, z), (0.0, 0.0, vz), (0, 0, 0), (0, 0, 0), thrust, est)[2],
+                                               not on_floor and z - m.backup_sag_down_m < a.z_lo)[0])

@@ -182,6 +182,8 @@ class Shield:
         self.predictor = family.build_predictor(self.model)
         if hasattr(self.predictor, "floor_z"):
             self.predictor.floor_z = float(world.bounds.min[2])
+        if hasattr(self.model, "floor_z"):  # (a quadrotor's vertical flow counts the ground effect from it)
+            self.model.floor_z = float(world.bounds.min[2])
         self.log: deque[Intervention] = deque(maxlen=self.LOG_SIZE)
         self._tick = Tick()
         self._tick.dt = self.model.dt

@@ -14,6 +14,8 @@ axis now and once the body rates are stopped).
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_hrl.safety.stopping import StoppingModel, clamp_thrust_or_reject, tick_stopping_box
@@ -47,6 +49,14 @@ class AltitudeCfg(BaseModel):
     is on the floor (within ``rest_height_m`` of it, sinking no faster than ``rest_speed_mps``: a fall from there
     touches down at most as fast as a landing's touchdown). False: every such command is refused and the backup lifts
     the robot, as Nav2's collision monitor stops motion inside a stop zone whichever way it goes."""
+    flow_check: bool = False
+    """A command whose stopping box breaks the floor still passes when the backup's vertical flow after it (the command
+    for one tick, then the hold, simulated forward on the weakest airframe, the slowest and the fastest motor: a model
+    offering ``backup_flow_lowest``, robot_hrl/robots/quadrotor/shield/vertical_flow.py) keeps the band; and, with
+    ``climb_into_band``, below the band or within the hold's sag above it when it stays off the floor (above
+    ``rest_height_m``), or where the hold's own flow does not keep the band either when it goes no lower than the lower
+    of the height now and that flow (while climbing only, where it reaches the floor). The box's two summed peaks are
+    sound but blind to timing; the flow integrates them together (docs/safety.md, "The backup's vertical flow")."""
     rest_height_m: float = Field(default=0.03, ge=0.0, le=0.1, description="on the floor: this close to it (m)")
     rest_speed_mps: float = Field(default=0.1, ge=0.0, le=0.5, description="on the floor: sinking no faster than this (m/s)")
 
@@ -128,6 +138,12 @@ class AltitudeUnit(ShieldUnit):
         self.climb_into_band = a.climb_into_band
         self.rest_z = world.bounds.min[2] + a.rest_height_m
         self.rest_speed = a.rest_speed_mps
+        self.flow_check = a.flow_check and getattr(model, "backup_flow_lowest", None) is not None
+        """A command whose stopping box breaks the floor is judged again on the backup's vertical flow after it
+        (``altitude.flow_check``; a model offering ``backup_flow_lowest``)."""
+        backup = getattr(cfg, "backup", None)
+        self.hold_inset = float(getattr(backup, "hold_inset_m", 0.0)) if backup is not None else 0.0
+        """The backup's hold target keeps this far inside the band (the shield's ``safe_position``), m."""
         self.floor_z = world.bounds.min[2]
         self.z_lo = self.floor_z + a.min_altitude_m + a.margin_m
         self.z_hi = min(self.floor_z + a.max_altitude_m, world.bounds.max[2] - r) - a.margin_m
@@ -146,6 +162,7 @@ class AltitudeUnit(ShieldUnit):
         box = tick_stopping_box(self.m, tick)
         z0, z1 = box[4], box[5]
         z_lo = self.z_lo
+        climb = False
         if self.climb_into_band:
             # the backup's own hold sag (a quadrotor's, on the weakest airframe the model allows now): the hold that
             # would replace the command sags the same way
@@ -153,15 +170,57 @@ class AltitudeUnit(ShieldUnit):
             if low < z_lo:  # below the band, or too close above it for any hold to keep it: the robot may not sink
                 on_floor = tick.p[2] <= self.rest_z and tick.v[2] >= -self.rest_speed  # a fall from here is a touch
                 z_lo = -float("inf") if on_floor else low
+                climb = not on_floor
         if z0 < z_lo:
-            constraint, detail = "floor", (f"stopping height {z0:.2f} < {self.z_lo:.2f} m" if z_lo == self.z_lo else
-                                           f"stopping height {z0:.2f} m below the height now, {tick.p[2]:.2f} m, less the "
-                                           f"backup's hold sag (below the band, or within the sag above it, the robot may "
-                                           "only climb)")
-        elif z1 > self.z_hi:
+            flow_low = None
+            if self.flow_check and tick.mode_prev != "backup_land":  # (landing: the command goes nowhere)
+                keeps, flow_low = self._flow(tick, climb)
+                if keeps:  # the backup's vertical flow after the command keeps what the box could not show
+                    z0 = z_lo
+            if z0 < z_lo:
+                constraint, detail = "floor", (f"stopping height {z0:.2f} < {self.z_lo:.2f} m" if not climb else
+                                               f"stopping height {z0:.2f} m below the height now, {tick.p[2]:.2f} m, less "
+                                               "the backup's hold sag (below the band, or within the sag above it, the "
+                                               "robot may only climb)")
+                if flow_low is not None:
+                    detail += f"; the backup's vertical flow after it reaches {flow_low:.2f} m"
+        if z0 >= z_lo:
+            if z1 <= self.z_hi:
+                return
             constraint, detail = "ceiling", f"stopping height {z1:.2f} > {self.z_hi:.2f} m"
-        else:
-            return
         z_hi = self.z_hi
         clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust, lambda b: z_lo <= b[4] and b[5] <= z_hi,
                                constraint, detail)
+
+    def _flow(self, tick: Tick, climb: bool) -> tuple[bool, float]:
+        """(keeps, its lowest height): the command for one tick, then the backup's hold, simulated forward
+        (robot_hrl/robots/quadrotor/shield/vertical_flow.py) keeps the band; or, with ``climb_into_band``, stays off the
+        floor (above ``rest_height_m``) and, unless below the band or within the hold's sag above it (``climb``), goes
+        no lower than the lower of the height now and the flow of the backup taking over now, where that flow does not
+        keep the band either."""
+        m = self.m
+        lo, hi = self.z_lo + self.hold_inset, self.z_hi - self.hold_inset
+        sub = tick.subgoal_w
+        cap = float(sub[2]) if sub is not None else float("inf")
+        axis = m.flow_axis(tick)  # (one axis for the command's flow and the hold's: they are compared)
+        if axis is None:  # no upward thrust can be counted on
+            return False, -math.inf
+        cmd = m.backup_flow_lowest(tick, tick.cmd[0], lo, hi, cap, axis)
+        if not cmd > -math.inf:  # (not a number)
+            return False, cmd
+        if cmd >= self.z_lo:
+            return True, cmd
+        if not self.climb_into_band:  # (the band's floor, or the backup: the rule that lets a climb go on is off)
+            return False, cmd
+        off_floor = cmd >= self.rest_z
+        if climb and off_floor:  # below the band, or within the hold's sag above it: off the floor is what a take-off needs
+            return True, cmd
+        # no lower than the hold that would replace the command, where that hold does not keep the band either (the flow
+        # says so where the box's sag does not: a climb's overshoot comes back); where both flows reach the floor, only
+        # while climbing (two bounds that both reach the floor say little of the real flows' order: the adversary flew a
+        # robot into the floor descending "no worse than the hold", 1 of 200 randomized airframes)
+        if not (off_floor or tick.v[2] > 0.0):
+            return False, cmd
+        hold = m.backup_flow_lowest(tick, None, lo, hi, cap, axis)
+        p_z = tick.p[2]
+        return (climb or hold < self.z_lo) and cmd >= (hold if hold < p_z else p_z), cmd

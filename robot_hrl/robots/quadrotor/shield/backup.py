@@ -21,8 +21,27 @@ Plain floats throughout: one call costs a few microseconds. Call it once per con
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from robot_hrl.robots.quadrotor.shield.model import DynamicsModel
+if TYPE_CHECKING:  # (the model imports the vertical law from here: robot_hrl/robots/quadrotor/shield/vertical_flow.py)
+    from robot_hrl.robots.quadrotor.shield.model import DynamicsModel
+
+
+def vertical_accel(kv: float, ki_dt: float, i_max: float, ez: float, integral: float, az_lo: float,
+                   az_hi: float) -> tuple[float, float]:
+    """The backup's vertical acceleration command and its new integral, from the vertical velocity error ``ez``
+    (m/s): ``kv ez + i``, the integral ``i += ki dt ez`` bounded at ``i_max``, not grown while the command is
+    saturated in its direction (anti-windup: it would keep pushing after a recovery from a fall or a climb, past the
+    hold height), the command bounded to ``[az_lo, az_hi]`` (the backup's thrust range over its feed-forward mass).
+    The one home of the vertical law: :meth:`BackupController.command` and the forward simulation of the backup's
+    vertical flow (robot_hrl/robots/quadrotor/shield/vertical_flow.py) both call it."""
+    iz = integral + ki_dt * ez
+    iz = -i_max if iz < -i_max else i_max if iz > i_max else iz
+    az = kv * ez + iz
+    if (az > az_hi and iz > integral) or (az < az_lo and iz < integral):
+        iz = integral
+        az = kv * ez + iz
+    return (az_lo if az < az_lo else az_hi if az > az_hi else az), iz
 
 
 class BackupController:
@@ -100,22 +119,9 @@ class BackupController:
         az_lo = self.min_thrust / mass - g
         max_thrust = self.max_thrust_fraction * m.max_total_thrust  # on the battery measured this tick
         az_hi = max_thrust / mass - g
-        iz = self.integral_z + self.ki * self.dt * ez
-        lim = self.i_max
-        iz = -lim if iz < -lim else lim if iz > lim else iz
-        az = kv * ez + iz
-        # anti-windup: the integral does not grow while the thrust it asks for is saturated
-        # (it would keep pushing after a recovery from a fall or a climb, past the hold height)
-        if (az > az_hi and iz > self.integral_z) or (az < az_lo and iz < self.integral_z):
-            iz = self.integral_z
-            az = kv * ez + iz
-        self.integral_z = iz
+        az, self.integral_z = vertical_accel(kv, self.ki * self.dt, self.i_max, ez, self.integral_z, az_lo, az_hi)
         ax = kv * (vrx - v[0])
         ay = kv * (vry - v[1])
-        if az < az_lo:
-            az = az_lo
-        elif az > az_hi:
-            az = az_hi
         ah = math.sqrt(ax * ax + ay * ay)
         ah_max = (az + g) * self.tan_tilt
         if ah > ah_max:

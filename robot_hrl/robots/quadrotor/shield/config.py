@@ -27,6 +27,21 @@ class StoppingCfg(BaseModel):
         "robot model's mass, and the fractions cover the randomization's airframes"))
     motor_time_constant_s: float = Field(gt=0.0, le=1.0, description="motor lag the predictions assume (the slowest motor designed for)")
     actuation_latency_s: float = Field(ge=0.0, le=0.5, description="delay between a command and the motors, on top of one tick")
+    fastest_motor_time_constant_s: float | None = Field(default=None, gt=0.0, le=1.0, description=(
+        "the fastest motor designed for, s: the backup's vertical flow is simulated with it too (a fast motor drops a "
+        "thrust cut at once). None: the slowest only"))
+
+    flow_ground_effect_fraction: float = Field(default=0.0, ge=0.0, le=1.0, description=(
+        "the share of the model's ground effect (robot_hrl/robots/quadrotor/ground_effect.py) the backup's vertical "
+        "flow counts on near the floor (0: none)"))
+
+    @model_validator(mode="after")
+    def _motors(self) -> "StoppingCfg":
+        f = self.fastest_motor_time_constant_s
+        if f is not None and f > self.motor_time_constant_s:
+            raise ValueError(f"stopping.fastest_motor_time_constant_s ({f}) must not exceed stopping.motor_time_constant_s "
+                             f"({self.motor_time_constant_s}), the slowest motor designed for")
+        return self
 
 
 class LimitsCfg(BaseModel):

@@ -39,6 +39,7 @@ from robot_hrl.contract.action_modes import ActionMap
 from robot_hrl.errors import ConfigError
 from robot_hrl.robots.quadrotor.ground_effect import ground_effect_gain, ground_effect_height_clip_m
 from robot_hrl.robots.quadrotor.params import STANDARD_GRAVITY_MPS2, QuadrotorParams
+from robot_hrl.robots.quadrotor.shield.vertical_flow import backup_flow_lowest_m
 from robot_hrl.safety.frames import rotation_from_quat  # noqa: F401  (the quadrotor code's name for it)
 
 
@@ -238,6 +239,20 @@ class DynamicsModel:
         """... per unit of the judged command's acceleration away from the target, vertically (the thrust's excess
         decays through the motors), s^2. Not horizontally: the tilt's own decay is the horizontal reaction time's
         (docs/safety.md, "Limits of what is shown")."""
+        self._flow_gains = (b.position_gain_per_s, b.velocity_gain_per_s, b.velocity_integral_gain_per_s2,
+                            b.integral_limit_mps2, b.max_speed_mps)
+        fast = cfg.stopping.fastest_motor_time_constant_s
+        self._flow_alphas = tuple(1.0 - math.exp(-self.dt / tau) for tau in
+                                  ((self.design_motor_tau,) if fast is None or fast == self.design_motor_tau else (self.design_motor_tau, fast)))
+        """Per-tick gains of the rotor-speed lag the vertical flow is simulated with: the slowest motor designed for, and the
+        fastest (``stopping.fastest_motor_time_constant_s``) where given."""
+        self._flow_latency_ticks = int(math.ceil(self.latency / self.dt - 1e-9))
+        self._flow_ground_k = (cfg.stopping.flow_ground_effect_fraction * robot.ground_effect_coefficient
+                               * robot.propeller_radius_m ** 2 / 16.0)
+        """The ground effect the vertical flow counts on: ``fraction c_ge r^2 / 16`` (the gain ``1 + c_ge (r / 4h)^2``), m^2."""
+        self._flow_ground_clip = ground_effect_height_clip_m(robot)
+        self.floor_z = 0.0
+        """Height of the world's floor, m (the shield sets it): the vertical flow's ground effect is counted from it."""
         self._sag_params = (b.position_gain_per_s, b.velocity_gain_per_s, b.velocity_integral_gain_per_s2,
                             b.integral_limit_mps2, self.design_motor_tau, self.dt + self.latency, self.g)
         self._backup_min_thrust = backup_min_thrust
@@ -380,6 +395,62 @@ class DynamicsModel:
         self._sag_key = key
         self.backup_sag_down_m = backup_hold_sag_m(*self._sag_params, min(lo, 1.0), a_lo, a_hi)
         self.backup_sag_up_m = backup_hold_sag_m(*self._sag_params, max(hi, 1.0), a_lo, a_hi)
+
+    def flow_axis(self, tick) -> tuple[float, float] | None:
+        """(``cz``, ``align``) the backup's vertical flow is simulated with (robot_hrl/robots/quadrotor/shield/vertical_flow.py),
+        one pair for the tick (the command's flow and the hold's are compared on the same axis); None where no upward
+        thrust can be counted on.
+
+        ``cz``: the vertical component of the worst thrust axis: the body z now, once the rates are stopped
+        (:func:`thrust_axes`), and once the rates the torque in the motors still adds are stopped too: what they hold
+        now decays through the slowest motor (``T_m tau_est / J``), and the judged command's tick adds
+        ``dt (tau_cmd - tau_est) / J`` (a thrust cut under a full torque tilted the body 17 deg under the backup: the
+        adversary under randomization). ``align``: the cosine of that tilt plus the tilt the backup asks for to brake the
+        horizontal speed (``k_v |v_h|`` over its least vertical thrust per mass, within its tilt limit): its collective
+        thrust is its desired vector projected on the body z axis."""
+        c, d = thrust_axes(self, tick.r, tick.w)
+        cz = c[2] if c[2] < d[2] else d[2]
+        w, est, cmd = tick.w, tick.est, tick.cmd
+        tm, dt, jx, jy = self.design_motor_tau, self.dt, self.inertia[0], self.inertia[1]
+        e = thrust_axes(self, tick.r, (w[0] + (tm * est[1] + dt * (cmd[1] - est[1])) / jx,
+                                       w[1] + (tm * est[2] + dt * (cmd[2] - est[2])) / jy, w[2]))[1]
+        cz = cz if cz < e[2] else e[2]
+        if not cz > 0.0:
+            return None
+        v = tick.v
+        vh = math.sqrt(v[0] * v[0] + v[1] * v[1])
+        asked = math.atan(self._flow_gains[1] * vh / (self._backup_min_thrust / self.ff_mass))
+        delta = math.acos(cz if cz < 1.0 else 1.0) + (asked if asked < self.backup_brake_tilt_rad else self.backup_brake_tilt_rad)
+        if not delta < 0.5 * math.pi:
+            return None
+        return cz, math.cos(delta)
+
+    def backup_flow_lowest(self, tick, first_n: float | None, target_lo: float, target_hi: float,
+                           target_cap: float, axis: tuple[float, float] | None = None) -> float:
+        """The lowest height (m) the robot reaches if ``first_n`` (the collective thrust going out this tick, N; None:
+        the backup takes over now) flies one tick and the backup then holds, on the weakest airframe the model allows
+        now, the lower over the slowest motor designed for (from the thrust the shield estimates now) and the fastest
+        (from the last command: it has followed it) (robot_hrl/robots/quadrotor/shield/vertical_flow.py); the hold target
+        within ``target_lo``..``target_hi`` and no higher than ``target_cap``; ``axis``: :meth:`flow_axis` (computed
+        here when not given). -inf where no upward thrust can be counted on."""
+        if axis is None:
+            axis = self.flow_axis(tick)
+            if axis is None:
+                return -math.inf
+        cz, align = axis
+        kp, kv, ki, i_max, vmax = self._flow_gains
+        prev = tick.prev[0]
+        queued = (prev,) * self._flow_latency_ticks
+        lowest = math.inf
+        for i, alpha in enumerate(self._flow_alphas):
+            low = backup_flow_lowest_m(
+                tick.p[2], tick.v[2], cz, align, tick.est[0] if i == 0 else prev, queued, first_n,
+                self.weak_fraction / self.brake_mass, self.ff_mass, self._backup_min_thrust,
+                self.backup_max_thrust_fraction * self.max_total_thrust, self.g, kp, kv, ki, i_max, vmax,
+                alpha, self.dt, target_lo, target_hi, target_cap, self._flow_ground_k, self._flow_ground_clip, self.floor_z)
+            if low < lowest:
+                lowest = low
+        return lowest
 
     # ---- commands ---------------------------------------------------------------------------
     def wrench_to_action(self, i: int, w: float) -> float:
