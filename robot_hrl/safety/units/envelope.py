@@ -171,23 +171,20 @@ class AltitudeUnit(ShieldUnit):
                 on_floor = tick.p[2] <= self.rest_z and tick.v[2] >= -self.rest_speed  # a fall from here is a touch
                 z_lo = -float("inf") if on_floor else low
                 climb = not on_floor
-        if z0 < z_lo:
-            flow_low = None
-            if self.flow_check and tick.mode_prev != "backup_land":  # (landing: the command goes nowhere)
-                keeps, flow_low = self._flow(tick, climb)
-                if keeps:  # the backup's vertical flow after the command keeps what the box could not show
-                    z0 = z_lo
-            if z0 < z_lo:
-                constraint, detail = "floor", (f"stopping height {z0:.2f} < {self.z_lo:.2f} m" if not climb else
-                                               f"stopping height {z0:.2f} m below the height now, {tick.p[2]:.2f} m, less "
-                                               "the backup's hold sag (below the band, or within the sag above it, the "
-                                               "robot may only climb)")
-                if flow_low is not None:
-                    detail += f"; the backup's vertical flow after it reaches {flow_low:.2f} m"
-        if z0 >= z_lo:
-            if z1 <= self.z_hi:
-                return
+        floor_ok, flow_low = z0 >= z_lo, None
+        if not floor_ok and self.flow_check and tick.mode_prev != "backup_land":  # (landing: the command goes nowhere)
+            floor_ok, flow_low = self._flow(tick, climb)  # the flow after the command keeps what the box cannot show
+        if not floor_ok:
+            constraint, detail = "floor", (f"stopping height {z0:.2f} < {self.z_lo:.2f} m" if not climb else
+                                           f"stopping height {z0:.2f} m below the height now, {tick.p[2]:.2f} m, less the "
+                                           "backup's hold sag (below the band, or within the sag above it, the robot may "
+                                           "only climb)")
+            if flow_low is not None:
+                detail += f"; the backup's vertical flow after it reaches {flow_low:.2f} m"
+        elif z1 > self.z_hi:
             constraint, detail = "ceiling", f"stopping height {z1:.2f} > {self.z_hi:.2f} m"
+        else:
+            return
         z_hi = self.z_hi
         clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust, lambda b: z_lo <= b[4] and b[5] <= z_hi,
                                constraint, detail)
