@@ -194,12 +194,16 @@ def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v
         climb = floor == low
     # there, a box that sinks still passes when the backup's vertical flow after the command keeps the hold's
     # (altitude.flow_check; tests/test_vertical_flow.py tests the flow itself)
-    flow_keeps = a.flow_check and a._flow(thrust_tick(p, v, rpy, w, thrust, est)[2], climb)[0]
+    # (the ceiling likewise, on the flow from above)
+    def flows(tick):
+        return (a.flow_check and a._flow(tick, climb)[0], a.flow_check and a._flow_high(tick) <= a.z_hi)
 
-    def inside(b, band=True, flow=False):
+    flow_keeps = flows(thrust_tick(p, v, rpy, w, thrust, est)[2])
+
+    def inside(b, band=True, flow=(False, False)):
         x0, x1, y0, y1, z0, z1 = b
         return g.x_lo <= x0 and x1 <= g.x_hi and g.y_lo <= y0 and y1 <= g.y_hi and (
-            not band or ((floor <= z0 or flow) and z1 <= a.z_hi))
+            not band or ((floor <= z0 or flow[0]) and (z1 <= a.z_hi or flow[1])))
 
     x0, x1, y0, y1, z0, z1 = box_of(cmd[0])
     assert x0 <= p[0] <= x1 and y0 <= p[1] <= y1 and z0 <= p[2] <= z1
@@ -219,7 +223,7 @@ def test_geofence_and_altitude_accept_exactly_the_commands_that_stop_inside(p, v
     assert min(cmd[0], t_est) - TOL <= t.cmd[0] <= max(cmd[0], t_est) + TOL
     # (the altitude unit judges the fence's clamped command on its box, or on the vertical flow after it)
     clamped = make_tick(p, v, rpy, w, list(t.cmd), thrust_est=t_est)
-    assert inside(box_of(t.cmd[0]), flow=a.flow_check and a._flow(clamped, climb)[0])
+    assert inside(box_of(t.cmd[0]), flow=flows(clamped))
     assert tuple(t.stop_box[:6]) == tuple(box_of(t.cmd[0]))  # the box the later units judge is the new command's
 
 

@@ -59,6 +59,7 @@ def test_the_flow_is_a_lower_bound_of_the_real_backup_on_randomized_airframes():
     assert len(rows) == 60
     for r in rows:
         assert r["margin_m"] >= -TOLERANCE_M, r
+        assert r["margin_high_m"] >= -TOLERANCE_M, r  # the ceiling's flow, from above
     # and not a vacuous one: its tightest case within a decimetre of PyBullet's (5.1 cm at this seed, 2026-11-28)
     assert min(r["margin_m"] for r in rows) < 0.1
 
@@ -68,7 +69,8 @@ def test_the_benchmark_prints_its_figures_and_refuses_bad_arguments():
     proc = subprocess.run([sys.executable, script, "--cases", "4", "--seed", "3"], cwd=REPO, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(r"bounded\s+4 of 4", proc.stdout) and "flow cost" in proc.stdout, proc.stdout
+    assert re.search(r"bounded\s+4 of 4", proc.stdout) and re.search(r"bounded above\s+4 of 4", proc.stdout), proc.stdout
+    assert "flow cost" in proc.stdout, proc.stdout
     proc = subprocess.run([sys.executable, script, "--cases", "0"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--cases must be at least 1" in proc.stderr
 
@@ -94,3 +96,22 @@ def test_the_altitude_unit_lets_a_take_off_slow_down_that_the_box_alone_clamped(
     t = make_tick((0.5, 0.5, 0.45), (0, 0, -1.0), (0, 0, 0), (0, 0, 0), [0.0, 0, 0, 0], thrust_est=0.05)
     on.altitude.check(t)
     assert t.reject_unit is on.altitude and t.reject_constraint == "floor"
+
+
+def test_the_altitude_unit_judges_the_ceiling_on_the_flow_from_above():
+    on, off = _shield(True), _shield(False)
+    # 1.55 m, climbing at 0.2 m/s at the hover thrust: the box's top (the strongest airframe's hold climbing above its
+    # target, summed with the climb's stop) breaks the band's top; the flow from above keeps it
+    for s, passes in ((on, True), (off, False)):
+        t = make_tick((2.0, 2.3, 1.55), (0, 0, 0.2), (0, 0, 0), (0, 0, 0), [0.31, 0, 0, 0], prev=[0.31, 0, 0, 0],
+                      thrust_est=0.31)
+        assert s.model.stopping_box(t)[5] > s.altitude.z_hi
+        s.altitude.check(t)
+        assert (t.interventions is None and t.reject_unit is None) is passes
+    assert on.altitude._flow_high(t) <= on.altitude.z_hi
+    # 1.6 m, climbing at 0.6 m/s on 0.55 N: the flow from above breaks the top too, and the refusal says so
+    t = make_tick((2.0, 2.3, 1.6), (0, 0, 0.6), (0, 0, 0), (0, 0, 0), [0.55, 0, 0, 0], prev=[0.31, 0, 0, 0], thrust_est=0.31)
+    on.altitude.check(t)
+    records = [i for i in (t.interventions or []) if i.constraint == "ceiling"]
+    assert (t.reject_unit is on.altitude and t.reject_constraint == "ceiling") or records
+    assert "vertical flow after it reaches" in (t.reject_detail or records[0].detail)

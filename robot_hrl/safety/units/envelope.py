@@ -56,7 +56,9 @@ class AltitudeCfg(BaseModel):
     ``climb_into_band``, below the band or within the hold's sag above it when it stays off the floor (above
     ``rest_height_m``), or where the hold's own flow does not keep the band either when it goes no lower than the lower
     of the height now and that flow (while climbing only, where it reaches the floor). The box's two summed peaks are
-    sound but blind to timing; the flow integrates them together (docs/safety.md, "The backup's vertical flow")."""
+    sound but blind to timing; the flow integrates them together (docs/safety.md, "The backup's vertical flow"). The
+    ceiling likewise: a command whose box breaks it passes when the flow from above (``backup_flow_highest``, the
+    strongest airframe) keeps the band's top."""
     rest_height_m: float = Field(default=0.03, ge=0.0, le=0.1, description="on the floor: this close to it (m)")
     rest_speed_mps: float = Field(default=0.1, ge=0.0, le=0.5, description="on the floor: sinking no faster than this (m/s)")
 
@@ -182,12 +184,27 @@ class AltitudeUnit(ShieldUnit):
             if flow_low is not None:
                 detail += f"; the backup's vertical flow after it reaches {flow_low:.2f} m"
         elif z1 > self.z_hi:
+            high = None
+            if self.flow_check and tick.mode_prev != "backup_land":
+                high = self._flow_high(tick)
+                if high <= self.z_hi:
+                    return  # the backup's vertical flow after the command keeps the band's top
             constraint, detail = "ceiling", f"stopping height {z1:.2f} > {self.z_hi:.2f} m"
+            if high is not None:
+                detail += f"; the backup's vertical flow after it reaches {high:.2f} m"
         else:
             return
         z_hi = self.z_hi
         clamp_thrust_or_reject(self, self.m, tick, self.clamp_thrust, lambda b: z_lo <= b[4] and b[5] <= z_hi,
                                constraint, detail)
+
+    def _flow_high(self, tick: Tick) -> float:
+        """The highest height of the command for one tick, then the backup's hold, simulated forward on the strongest
+        airframe (robot_hrl/robots/quadrotor/shield/vertical_flow.py); nan where it is not a number."""
+        sub = tick.subgoal_w
+        cap = float(sub[2]) if sub is not None else -math.inf
+        high = self.m.backup_flow_highest(tick, tick.cmd[0], self.z_lo + self.hold_inset, self.z_hi - self.hold_inset, cap)
+        return high if high == high else math.inf
 
     def _flow(self, tick: Tick, climb: bool) -> tuple[bool, float]:
         """(keeps, its lowest height): the command for one tick, then the backup's hold, simulated forward

@@ -247,8 +247,9 @@ class DynamicsModel:
         """Per-tick gains of the rotor-speed lag the vertical flow is simulated with: the slowest motor designed for, and the
         fastest (``stopping.fastest_motor_time_constant_s``) where given."""
         self._flow_latency_ticks = int(math.ceil(self.latency / self.dt - 1e-9))
-        self._flow_ground_k = (cfg.stopping.flow_ground_effect_fraction * robot.ground_effect_coefficient
-                               * robot.propeller_radius_m ** 2 / 16.0)
+        self._flow_ground_fraction = cfg.stopping.flow_ground_effect_fraction
+        self._flow_ground_k_full = robot.ground_effect_coefficient * robot.propeller_radius_m ** 2 / 16.0
+        self._flow_ground_k = self._flow_ground_fraction * self._flow_ground_k_full
         """The ground effect the vertical flow counts on: ``fraction c_ge r^2 / 16`` (the gain ``1 + c_ge (r / 4h)^2``), m^2."""
         self._flow_ground_clip = ground_effect_height_clip_m(robot)
         self.floor_z = 0.0
@@ -451,6 +452,33 @@ class DynamicsModel:
             if low < lowest:
                 lowest = low
         return lowest
+
+    def backup_flow_highest(self, tick, first_n: float, target_lo: float, target_hi: float, target_cap: float) -> float:
+        """The highest height (m) the robot reaches if ``first_n`` (N) flies one tick and the backup then holds, on the
+        strongest airframe the model allows now, the higher over the slowest and the fastest motor (as
+        :meth:`backup_flow_lowest`); the thrust counted straight up (the vertical part of a thrust is never more), the
+        backup's collective thrust at most its desired vector's length (``1 / cos`` of the tilt it asks for to brake the
+        horizontal speed over its vertical part), all of the model's ground effect; the hold target within
+        ``target_lo``..``target_hi``, no lower than ``target_cap`` (a hold creeps toward its subgoal)."""
+        kp, kv, ki, i_max, vmax = self._flow_gains
+        v = tick.v
+        vh = math.sqrt(v[0] * v[0] + v[1] * v[1])
+        asked = math.atan(kv * vh / (self._backup_min_thrust / self.ff_mass))
+        spread = 1.0 / math.cos(asked if asked < self.backup_brake_tilt_rad else self.backup_brake_tilt_rad)
+        prev = tick.prev[0]
+        queued = (prev,) * self._flow_latency_ticks
+        ground_k = self._flow_ground_k_full  # (an upper bound: all of it)
+        highest = -math.inf
+        for i, alpha in enumerate(self._flow_alphas):
+            high = backup_flow_lowest_m(
+                tick.p[2], v[2], 1.0, spread, tick.est[0] if i == 0 else prev, queued, first_n,
+                self.strong_fraction / self.brake_mass, self.ff_mass, self._backup_min_thrust,
+                self.backup_max_thrust_fraction * self.max_total_thrust, self.g, kp, kv, ki, i_max, vmax,
+                alpha, self.dt, target_lo, target_hi, target_cap, ground_k, self._flow_ground_clip, self.floor_z,
+                highest=True)
+            if high > highest:
+                highest = high
+        return highest
 
     # ---- commands ---------------------------------------------------------------------------
     def wrench_to_action(self, i: int, w: float) -> float:

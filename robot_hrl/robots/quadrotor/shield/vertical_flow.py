@@ -34,7 +34,8 @@ height now and the flow of the backup taking over now, where that flow does not 
 only, where the command's flow reaches the floor). Each is a statement about the flow from the next tick, which is the
 one just judged: if the command passes at tick k, the flow from tick k + 1 keeps what was asked at tick k (the
 backup-set argument of T. Gurriet et al., "A scalable safety critical control framework for nonlinear systems", IEEE
-Access 8, 2020, in one dimension; docs/safety.md, "The backup's vertical flow").
+Access 8, 2020, in one dimension; docs/safety.md, "The backup's vertical flow"). The ceiling likewise, on the flow from
+above (``highest``: ``DynamicsModel.backup_flow_highest``, the strongest airframe, the thrust counted straight up).
 
 What it does not model (docs/safety.md, "The backup's vertical flow"): the horizontal position error a hold builds up
 (its creep toward a subgoal, a drift: the tilt it asks for is counted from the speed now only), motors between the
@@ -58,9 +59,12 @@ def backup_flow_lowest_m(z: float, vz: float, cz: float, align: float, motor_thr
                          first_n: float | None, accel_per_n: float, ff_mass: float, thrust_lo_n: float, thrust_hi_n: float,
                          g: float, kp: float, kv: float, ki: float, i_max: float, max_speed: float, alpha: float, dt: float,
                          target_lo: float, target_hi: float, target_cap: float, ground_k_m2: float = 0.0,
-                         ground_clip_m: float = 0.0, floor_z: float = 0.0, horizon_s: float = FLOW_HORIZON_S) -> float:
+                         ground_clip_m: float = 0.0, floor_z: float = 0.0, horizon_s: float = FLOW_HORIZON_S,
+                         highest: bool = False) -> float:
     """The lowest height (m) of the vertical flow: ``first_n`` (N; None: the backup from now) for one tick, then the
-    backup holding ``clip(min(height at the takeover, target_cap), target_lo, target_hi)``.
+    backup holding ``clip(min(height at the takeover, target_cap), target_lo, target_hi)``; with ``highest``, the
+    highest height, the hold at ``clip(max(height at the takeover, target_cap), target_lo, target_hi)`` (a hold creeps
+    toward its subgoal: ``target_cap`` its height).
 
     ``z``, ``vz``: height and vertical speed now (m, m/s, up); ``cz``: the thrust axis' vertical component (kept);
     ``align``: the least cosine between the backup's desired thrust vector and the body z axis (its collective thrust is
@@ -75,14 +79,15 @@ def backup_flow_lowest_m(z: float, vz: float, cz: float, align: float, motor_thr
     a tick is counted (the parabola's vertex)."""
     queue = list(queued_n)
     s = math.sqrt(motor_thrust_n) if motor_thrust_n > 0.0 else 0.0
-    lowest = z
+    sign = -1.0 if highest else 1.0  # (the extreme is tracked as the lowest of sign * height)
+    lowest = sign * z
     integral = 0.0
     ki_dt = ki * dt
     az_lo = thrust_lo_n / ff_mass - g
     az_hi = thrust_hi_n / ff_mass - g
     target = None
     if first_n is None:  # the backup from now
-        target = min(z, target_cap)
+        target = max(z, target_cap) if highest else min(z, target_cap)
         target = target_lo if target < target_lo else target_hi if target > target_hi else target
     n = int(round(horizon_s / dt))
     for k in range(n):
@@ -90,7 +95,7 @@ def backup_flow_lowest_m(z: float, vz: float, cz: float, align: float, motor_thr
             out = first_n
         else:
             if target is None:  # the takeover: the hold target is set from the height there
-                target = min(z, target_cap)
+                target = max(z, target_cap) if highest else min(z, target_cap)
                 target = target_lo if target < target_lo else target_hi if target > target_hi else target
             vr = kp * (target - z)
             vr = max_speed if vr > max_speed else -max_speed if vr < -max_speed else vr
@@ -108,11 +113,11 @@ def backup_flow_lowest_m(z: float, vz: float, cz: float, align: float, motor_thr
         s = s1
         z1 = z + vz * dt + 0.5 * a * dt * dt
         v1 = vz + a * dt
-        if vz < 0.0 < v1:  # turned around inside the tick: its vertex
-            zv = z - vz * vz / (2.0 * a)
+        if (vz < 0.0 < v1) if sign > 0.0 else (v1 < 0.0 < vz):  # turned around inside the tick: its vertex
+            zv = sign * (z - vz * vz / (2.0 * a))
             if zv < lowest:
                 lowest = zv
         z, vz = z1, v1
-        if z < lowest:
-            lowest = z
-    return lowest
+        if sign * z < lowest:
+            lowest = sign * z
+    return sign * lowest
