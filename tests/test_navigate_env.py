@@ -28,8 +28,11 @@ def pool():
     return RoomPool.from_rooms([generate_room(d, s) for d in ("sparse", "medium", "dense") for s in range(2)])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def env(pool, repo_root):
+    # a fresh env per test: with a module-scoped one, each test inherited the rooms and goals the tests before it on
+    # the same xdist worker left (make test distributes them by load), which hid an alias in
+    # test_collision_success_and_time_limit until a fresh-clone CI run ordered them otherwise
     cfg = NavigateEnvCfg(skill_path=str(repo_root / "models/crazyflie_goto.onnx"), randomize=False, range_noise=False,
                          episode_length_s=3.0)
     return NavigateEnv(cfg, num_envs=12, seed=0, pool=pool)
@@ -118,7 +121,7 @@ def test_collision_success_and_time_limit(env):
     env.reset()
     n = env.num_envs
     ids = torch.arange(n)
-    r = env.room
+    r = env.room.clone()  # (the step resets the finished envs in place: env.room itself then names their next rooms)
     # env 0: inside its first obstacle; env 1: at its goal; the rest hover in place
     box_mid = (env.pool.box_lower[r[0], 0] + env.pool.box_upper[r[0], 0]) / 2
     box_mid[2] = 1.0
