@@ -495,8 +495,8 @@ class Shield:
         if g is not None:
             x = min(max(x, g.x_lo + d), g.x_hi - d)
             y = min(max(y, g.y_lo + d), g.y_hi - d)
-        if a is not None:
-            z = min(max(z, a.z_lo + d), a.z_hi - d)
+        if a is not None:  # (the altitude unit's hold band: the vertical flow holds toward the same target)
+            z = min(max(z, a.hold_lo), a.hold_hi)
         for box in () if o is None else o.stop_boxes:
             if box[0] < x < box[3] and box[1] < y < box[4] and box[2] < z < box[5]:
                 # out through the nearest side face that stays inside the fence

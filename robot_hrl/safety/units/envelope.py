@@ -143,12 +143,13 @@ class AltitudeUnit(ShieldUnit):
         self.flow_check = a.flow_check and getattr(model, "backup_flow_lowest", None) is not None
         """A command whose stopping box breaks the floor is judged again on the backup's vertical flow after it
         (``altitude.flow_check``; a model offering ``backup_flow_lowest``)."""
-        backup = getattr(cfg, "backup", None)
-        self.hold_inset = float(getattr(backup, "hold_inset_m", 0.0)) if backup is not None else 0.0
-        """The backup's hold target keeps this far inside the band (the shield's ``safe_position``), m."""
         self.floor_z = world.bounds.min[2]
         self.z_lo = self.floor_z + a.min_altitude_m + a.margin_m
         self.z_hi = min(self.floor_z + a.max_altitude_m, world.bounds.max[2] - r) - a.margin_m
+        backup = getattr(cfg, "backup", None)
+        inset = float(getattr(backup, "hold_inset_m", 0.0)) if backup is not None else 0.0
+        self.hold_lo, self.hold_hi = self.z_lo + inset, self.z_hi - inset
+        """Where the backup's hold targets lie (the band ``backup.hold_inset_m`` in: the shield's ``safe_position``), m."""
         if not self.z_lo < self.z_hi:
             from robot_hrl.errors import ConfigError
 
@@ -203,7 +204,7 @@ class AltitudeUnit(ShieldUnit):
         airframe (robot_hrl/robots/quadrotor/shield/vertical_flow.py); nan where it is not a number."""
         sub = tick.subgoal_w
         cap = float(sub[2]) if sub is not None else -math.inf
-        high = self.m.backup_flow_highest(tick, tick.cmd[0], self.z_lo + self.hold_inset, self.z_hi - self.hold_inset, cap)
+        high = self.m.backup_flow_highest(tick, tick.cmd[0], self.hold_lo, self.hold_hi, cap)
         return high if high == high else math.inf
 
     def _flow(self, tick: Tick, climb: bool) -> tuple[bool, float]:
@@ -213,7 +214,7 @@ class AltitudeUnit(ShieldUnit):
         no lower than the lower of the height now and the flow of the backup taking over now, where that flow does not
         keep the band either."""
         m = self.m
-        lo, hi = self.z_lo + self.hold_inset, self.z_hi - self.hold_inset
+        lo, hi = self.hold_lo, self.hold_hi
         sub = tick.subgoal_w
         cap = float(sub[2]) if sub is not None else float("inf")
         axis = m.flow_axis(tick)  # (one axis for the command's flow and the hold's: they are compared)

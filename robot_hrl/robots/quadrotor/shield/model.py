@@ -39,7 +39,7 @@ from robot_hrl.contract.action_modes import ActionMap
 from robot_hrl.errors import ConfigError
 from robot_hrl.robots.quadrotor.ground_effect import ground_effect_gain, ground_effect_height_clip_m
 from robot_hrl.robots.quadrotor.params import STANDARD_GRAVITY_MPS2, QuadrotorParams
-from robot_hrl.robots.quadrotor.shield.vertical_flow import backup_flow_lowest_m
+from robot_hrl.robots.quadrotor.shield.vertical_flow import backup_flow_extreme_m
 from robot_hrl.safety.frames import rotation_from_quat  # noqa: F401  (the quadrotor code's name for it)
 
 
@@ -247,10 +247,11 @@ class DynamicsModel:
         """Per-tick gains of the rotor-speed lag the vertical flow is simulated with: the slowest motor designed for, and the
         fastest (``stopping.fastest_motor_time_constant_s``) where given."""
         self._flow_latency_ticks = int(math.ceil(self.latency / self.dt - 1e-9))
-        self._flow_ground_fraction = cfg.stopping.flow_ground_effect_fraction
         self._flow_ground_k_full = robot.ground_effect_coefficient * robot.propeller_radius_m ** 2 / 16.0
-        self._flow_ground_k = self._flow_ground_fraction * self._flow_ground_k_full
-        """The ground effect the vertical flow counts on: ``fraction c_ge r^2 / 16`` (the gain ``1 + c_ge (r / 4h)^2``), m^2."""
+        """The model's whole ground effect as the vertical flow counts it: ``c_ge r^2 / 16`` (the gain ``1 + c_ge (r / 4h)^2``),
+        m^2 (the flow from above counts all of it)."""
+        self._flow_ground_k = cfg.stopping.flow_ground_effect_fraction * self._flow_ground_k_full
+        """... the share the flow from below counts on (``stopping.flow_ground_effect_fraction``), m^2."""
         self._flow_ground_clip = ground_effect_height_clip_m(robot)
         self.floor_z = 0.0
         """Height of the world's floor, m (the shield sets it): the vertical flow's ground effect is counted from it."""
@@ -397,6 +398,13 @@ class DynamicsModel:
         self.backup_sag_down_m = backup_hold_sag_m(*self._sag_params, min(lo, 1.0), a_lo, a_hi)
         self.backup_sag_up_m = backup_hold_sag_m(*self._sag_params, max(hi, 1.0), a_lo, a_hi)
 
+    def _flow_asked_tilt(self, v) -> float:
+        """The tilt the backup asks for to brake the horizontal speed of ``v`` (``k_v |v_h|`` over its least vertical
+        thrust per mass), within its tilt limit, rad: its collective thrust is its desired vector projected on body z."""
+        vh = math.sqrt(v[0] * v[0] + v[1] * v[1])
+        asked = math.atan(self._flow_gains[1] * vh / (self._backup_min_thrust / self.ff_mass))
+        return asked if asked < self.backup_brake_tilt_rad else self.backup_brake_tilt_rad
+
     def flow_axis(self, tick) -> tuple[float, float] | None:
         """(``cz``, ``align``) the backup's vertical flow is simulated with (robot_hrl/robots/quadrotor/shield/vertical_flow.py),
         one pair for the tick (the command's flow and the hold's are compared on the same axis); None where no upward
@@ -406,9 +414,7 @@ class DynamicsModel:
         (:func:`thrust_axes`), and once the rates the torque in the motors still adds are stopped too: what they hold
         now decays through the slowest motor (``T_m tau_est / J``), and the judged command's tick adds
         ``dt (tau_cmd - tau_est) / J`` (a thrust cut under a full torque tilted the body 17 deg under the backup: the
-        adversary under randomization). ``align``: the cosine of that tilt plus the tilt the backup asks for to brake the
-        horizontal speed (``k_v |v_h|`` over its least vertical thrust per mass, within its tilt limit): its collective
-        thrust is its desired vector projected on the body z axis."""
+        adversary under randomization). ``align``: the cosine of that tilt plus :meth:`_flow_asked_tilt`."""
         c, d = thrust_axes(self, tick.r, tick.w)
         cz = c[2] if c[2] < d[2] else d[2]
         w, est, cmd = tick.w, tick.est, tick.cmd
@@ -418,10 +424,7 @@ class DynamicsModel:
         cz = cz if cz < e[2] else e[2]
         if not cz > 0.0:
             return None
-        v = tick.v
-        vh = math.sqrt(v[0] * v[0] + v[1] * v[1])
-        asked = math.atan(self._flow_gains[1] * vh / (self._backup_min_thrust / self.ff_mass))
-        delta = math.acos(cz if cz < 1.0 else 1.0) + (asked if asked < self.backup_brake_tilt_rad else self.backup_brake_tilt_rad)
+        delta = math.acos(cz if cz < 1.0 else 1.0) + self._flow_asked_tilt(tick.v)
         if not delta < 0.5 * math.pi:
             return None
         return cz, math.cos(delta)
@@ -438,47 +441,35 @@ class DynamicsModel:
             axis = self.flow_axis(tick)
             if axis is None:
                 return -math.inf
-        cz, align = axis
-        kp, kv, ki, i_max, vmax = self._flow_gains
-        prev = tick.prev[0]
-        queued = (prev,) * self._flow_latency_ticks
-        lowest = math.inf
-        for i, alpha in enumerate(self._flow_alphas):
-            low = backup_flow_lowest_m(
-                tick.p[2], tick.v[2], cz, align, tick.est[0] if i == 0 else prev, queued, first_n,
-                self.weak_fraction / self.brake_mass, self.ff_mass, self._backup_min_thrust,
-                self.backup_max_thrust_fraction * self.max_total_thrust, self.g, kp, kv, ki, i_max, vmax,
-                alpha, self.dt, target_lo, target_hi, target_cap, self._flow_ground_k, self._flow_ground_clip, self.floor_z)
-            if low < lowest:
-                lowest = low
-        return lowest
+        return self._flow_extreme(tick, first_n, target_lo, target_hi, target_cap, axis[0], axis[1],
+                                  self.weak_fraction, self._flow_ground_k, False)
 
     def backup_flow_highest(self, tick, first_n: float, target_lo: float, target_hi: float, target_cap: float) -> float:
         """The highest height (m) the robot reaches if ``first_n`` (N) flies one tick and the backup then holds, on the
         strongest airframe the model allows now, the higher over the slowest and the fastest motor (as
         :meth:`backup_flow_lowest`); the thrust counted straight up (the vertical part of a thrust is never more), the
-        backup's collective thrust at most its desired vector's length (``1 / cos`` of the tilt it asks for to brake the
-        horizontal speed over its vertical part), all of the model's ground effect; the hold target within
-        ``target_lo``..``target_hi``, no lower than ``target_cap`` (a hold creeps toward its subgoal)."""
+        backup's collective thrust at most its desired vector's length (``1 / cos`` of :meth:`_flow_asked_tilt`), all of
+        the model's ground effect; the hold target within ``target_lo``..``target_hi``, no lower than ``target_cap`` (a
+        hold creeps toward its subgoal)."""
+        return self._flow_extreme(tick, first_n, target_lo, target_hi, target_cap, 1.0,
+                                  1.0 / math.cos(self._flow_asked_tilt(tick.v)), self.strong_fraction,
+                                  self._flow_ground_k_full, True)
+
+    def _flow_extreme(self, tick, first_n, target_lo, target_hi, target_cap, cz, align, fraction, ground_k,
+                      highest: bool) -> float:
+        """:func:`backup_flow_extreme_m` for each motor (the slowest from the shield's thrust estimate, the fastest from
+        the last command), the airframe ``fraction`` of the model's thrust per mass; the lowest of them, or the highest."""
         kp, kv, ki, i_max, vmax = self._flow_gains
-        v = tick.v
-        vh = math.sqrt(v[0] * v[0] + v[1] * v[1])
-        asked = math.atan(kv * vh / (self._backup_min_thrust / self.ff_mass))
-        spread = 1.0 / math.cos(asked if asked < self.backup_brake_tilt_rad else self.backup_brake_tilt_rad)
         prev = tick.prev[0]
         queued = (prev,) * self._flow_latency_ticks
-        ground_k = self._flow_ground_k_full  # (an upper bound: all of it)
-        highest = -math.inf
-        for i, alpha in enumerate(self._flow_alphas):
-            high = backup_flow_lowest_m(
-                tick.p[2], v[2], 1.0, spread, tick.est[0] if i == 0 else prev, queued, first_n,
-                self.strong_fraction / self.brake_mass, self.ff_mass, self._backup_min_thrust,
-                self.backup_max_thrust_fraction * self.max_total_thrust, self.g, kp, kv, ki, i_max, vmax,
-                alpha, self.dt, target_lo, target_hi, target_cap, ground_k, self._flow_ground_clip, self.floor_z,
-                highest=True)
-            if high > highest:
-                highest = high
-        return highest
+        accel_per_n = fraction / self.brake_mass
+        thrust_hi = self.backup_max_thrust_fraction * self.max_total_thrust
+        extremes = [backup_flow_extreme_m(
+            tick.p[2], tick.v[2], cz, align, tick.est[0] if i == 0 else prev, queued, first_n, accel_per_n, self.ff_mass,
+            self._backup_min_thrust, thrust_hi, self.g, kp, kv, ki, i_max, vmax, alpha, self.dt, target_lo, target_hi,
+            target_cap, ground_k, self._flow_ground_clip, self.floor_z, highest=highest)
+            for i, alpha in enumerate(self._flow_alphas)]
+        return max(extremes) if highest else min(extremes)
 
     # ---- commands ---------------------------------------------------------------------------
     def wrench_to_action(self, i: int, w: float) -> float:

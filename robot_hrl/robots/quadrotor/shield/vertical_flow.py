@@ -55,7 +55,7 @@ FLOW_HORIZON_S = 2.0
 catches up (:func:`robot_hrl.robots.quadrotor.shield.model.backup_hold_sag_m` peaks within 1.5 s)."""
 
 
-def backup_flow_lowest_m(z: float, vz: float, cz: float, align: float, motor_thrust_n: float, queued_n: tuple,
+def backup_flow_extreme_m(z: float, vz: float, cz: float, align: float, motor_thrust_n: float, queued_n: tuple,
                          first_n: float | None, accel_per_n: float, ff_mass: float, thrust_lo_n: float, thrust_hi_n: float,
                          g: float, kp: float, kv: float, ki: float, i_max: float, max_speed: float, alpha: float, dt: float,
                          target_lo: float, target_hi: float, target_cap: float, ground_k_m2: float = 0.0,
@@ -85,16 +85,14 @@ def backup_flow_lowest_m(z: float, vz: float, cz: float, align: float, motor_thr
     ki_dt = ki * dt
     az_lo = thrust_lo_n / ff_mass - g
     az_hi = thrust_hi_n / ff_mass - g
-    target = None
-    if first_n is None:  # the backup from now
-        target = max(z, target_cap) if highest else min(z, target_cap)
-        target = target_lo if target < target_lo else target_hi if target > target_hi else target
+    target = 0.0
+    takeover = 0 if first_n is None else 1  # the tick the backup takes over (now, or after the judged command's)
     n = int(round(horizon_s / dt))
     for k in range(n):
-        if k == 0 and first_n is not None:
+        if k < takeover:
             out = first_n
         else:
-            if target is None:  # the takeover: the hold target is set from the height there
+            if k == takeover:  # the hold target is set from the height there
                 target = max(z, target_cap) if highest else min(z, target_cap)
                 target = target_lo if target < target_lo else target_hi if target > target_hi else target
             vr = kp * (target - z)
