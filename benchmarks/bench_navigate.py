@@ -7,7 +7,8 @@ batched simulator and in PyBullet, and the level's inference time per decision.
 for it), in both simulators: as the node graph flies the level (``planner:=learned`` turns ``range_shield`` on).
 The shielded batched airframes draw their batteries from ``SHIELDED_BATTERY_RANGE_V`` (sim/navigate_shield.py).
 
-Held-out rooms (evaluation seeds). Prints a table, writes --out (JSON) and PNG plots next to it.
+Held-out rooms (evaluation seeds). Prints a table, writes --out (JSON) and PNG plots next to it: success by density,
+and under paths/ every flight of the learned level over its room (one grid per simulator and density).
 Training wall time is read from the run's train_summary.json when --run-dir is given.
 The machine is shared: the 1-min load average is printed next to every timing.
 """
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from robot_hrl.world.rooms import generate_room, room_seeds
     from sim.evaluate_navigate import (
-        DENSITY_NAMES, batched_planners, evaluate_batched, evaluate_pybullet, load_learned, plot_results,
+        DENSITY_NAMES, batched_planners, evaluate_batched, evaluate_pybullet, load_learned, plot_results, plot_trajectories,
     )
     from sim.navigate_baselines import reactive_potential_field
 
@@ -109,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
                                                              contracts={"learned": contract}, shielded=True)
             out["pybullet_range_shield_wall_s"], out["pybullet_range_shield_load1"] = time.perf_counter() - t, load1()
     sims = ("batched", "batched_range_shield", "pybullet", "pybullet_range_shield")
+    for sim in sims:  # the learned level's flights, room by room (sim/evaluate_navigate.py's plot_trajectories)
+        if "learned" in out.get(sim, {}):
+            plots += [str(f) for f in plot_trajectories({"learned": out[sim]["learned"]},
+                                                        rooms if sim.startswith("batched") else pb_rooms,
+                                                        out_dir / "paths", f"navigate {sim.replace('_', ' ')}")]
     print("| simulator | planner | density | flights | success | collisions | time to goal, s | path ratio | shield: ticks "
           "intervened, landings |")
     for sim in sims:

@@ -9,6 +9,8 @@ frozen goto skill under every subgoal. Reported per density: success (within 0.3
 before the time limit), collisions, time to goal (successful runs), path length ratio against the
 symbolic planner's plan on the full map, and the learned level's inference time per decision.
 The learned level runs through onnxruntime from its exported file (not the training code).
+Every flight's horizontal path is kept at the decision rate (``path_xy_w`` in ``--json``); ``--plots`` draws
+them over their rooms, one grid per planner and density, beside the success bars.
 """
 
 from __future__ import annotations
@@ -35,6 +37,23 @@ FAILURE_CLASSES = ("collision", "dead_end", "time_out")
 STUCK_WINDOW_S = 10.0
 """A time-out is a dead end when the robot's last ``STUCK_WINDOW_S`` of flight stayed within ``STUCK_RADIUS_M``."""
 STUCK_RADIUS_M = 0.75
+
+
+PATH_RATE_HZ = 2.0
+"""Each flight's ``path_xy_w`` is kept at this rate (the level's decisions) plus its last point: the trajectory plots."""
+
+
+def path_xy_list(path_xy: np.ndarray) -> list[list[float]]:
+    """A flight's horizontal path (T, 2), world frame, as JSON-ready lists rounded to the millimetre."""
+    return np.round(np.asarray(path_xy, dtype=np.float64), 3).tolist()
+
+
+def path_at_decision_rate(positions_w: np.ndarray, time_s: float) -> list[list[float]]:
+    """A PyBullet flight's positions (T, 3), one per control tick, as its ``path_xy_w``: every
+    1 / PATH_RATE_HZ s from the first, and the last."""
+    flown = np.asarray(positions_w, dtype=np.float64)
+    every = max(int(round(len(flown) / max(time_s * PATH_RATE_HZ, 1.0))), 1)
+    return path_xy_list(np.vstack((flown[::every, :2], flown[-1:, :2])))
 
 
 def failure_class(record: dict) -> str | None:
@@ -134,7 +153,10 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
             decisions += 1
             obs, _, dones, extras = env.step(actions)
             e = extras["episode_end"]
-            for i in torch.nonzero(dones.bool() & ~finished).squeeze(-1).tolist():
+            ended = torch.nonzero(dones.bool() & ~finished).squeeze(-1).tolist()
+            flown = torch.stack(trail).numpy() if ended else None
+            for i in ended:
+                path_xy = np.vstack((flown[:, i], np.asarray(e["end_position_w"][i][:2], dtype=np.float64)[None]))
                 records[i] = {"room": rooms[i].name, "density": rooms[i].density, "success": bool(e["success"][i]),
                               "collided": bool(e["collided"][i]), "time_out": bool(e["time_out"][i]),
                               "time_s": float(e["time_to_goal_s"][i]), "path_length_m": float(e["path_length_m"][i]),
@@ -142,8 +164,8 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
                               "final_distance_m": float(e["final_distance_m"][i]),
                               "end_position_w": [float(x) for x in e["end_position_w"][i]],
                               "ground_contact": bool(e["ground_contact"][i]),
-                              "stuck": bool(e["time_out"][i]) and stuck(torch.stack(trail)[:, i].numpy(), env.decision_dt_s),
-                              "shielded": shielded}
+                              "stuck": bool(e["time_out"][i]) and stuck(flown[:, i], env.decision_dt_s),
+                              "path_xy_w": path_xy_list(path_xy), "shielded": shielded}
                 if shielded:
                     records[i].update(env.shield.ended[i])
             finished |= dones.bool()
@@ -293,7 +315,7 @@ def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contract
         for i, room in enumerate(tqdm(rooms, desc=f"pybullet {name}", unit="room", leave=False)):
             r = fly_pybullet(room, planner, skill_path, seed + i, contract=(contracts or {}).get(name), shielded=shielded)
             r["symbolic_length_m"] = lengths[i]
-            r.pop("positions_w")
+            r["path_xy_w"] = path_at_decision_rate(r.pop("positions_w"), r["time_s"])
             records.append(r)
         results[name] = {"by_density": _summaries(records), "episodes": records,
                          "inference_s_per_decision": float(np.mean([r["inference_s"] for r in records]))}
@@ -327,6 +349,61 @@ def plot_results(results: dict, out_dir: Path, title: str) -> Path:
     return path
 
 
+OUTCOME_LABELS = {None: "reached", "collision": "collision", "dead_end": "dead end", "time_out": "time-out"}
+
+
+def plot_trajectories(results: dict, rooms, out_dir: Path, prefix: str, columns: int = 10) -> list[Path]:
+    """One PNG per planner and density: every flight's path over its room, seen from above. Boxes grey, the fence a
+    black frame, the start a green dot, the goal a red star; the path green when the flight reached the goal, red
+    otherwise, with its outcome (collision, dead end, time-out) in the panel's title. Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    by_name = {room.name: room for room in rooms}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, r in results.items():
+        for density in DENSITY_NAMES:
+            flights = [e for e in r["episodes"] if e is not None and e["density"] == density and "path_xy_w" in e]
+            if not flights:
+                continue
+            cols = min(columns, len(flights))
+            rows = -(-len(flights) // cols)
+            fig, axes = plt.subplots(rows, cols, figsize=(max(1.9 * cols, 6.0), 2.0 * rows + 0.4), squeeze=False)
+            for ax in axes.ravel()[len(flights):]:
+                ax.axis("off")
+            for ax, e in zip(axes.ravel(), flights):
+                room = by_name[e["room"]]
+                (x0, y0, _), (x1, y1, _) = room.world.bounds.min, room.world.bounds.max
+                ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, color="k", lw=0.8))
+                for box in room.world.obstacles:
+                    (cx, cy, _), (sx, sy, _) = box.center, box.size
+                    ax.add_patch(Rectangle((cx - sx / 2, cy - sy / 2), sx, sy, color="0.65", lw=0))
+                path = np.asarray(e["path_xy_w"])
+                outcome = failure_class(e)
+                ax.plot(path[:, 0], path[:, 1], "-", color="tab:green" if outcome is None else "tab:red", lw=1.0)
+                if outcome == "collision":
+                    ax.plot(path[-1, 0], path[-1, 1], "x", color="tab:red", ms=7, mew=2)
+                ax.plot(room.start_w[0], room.start_w[1], "o", color="tab:green", ms=4)
+                ax.plot(room.goal_w[0], room.goal_w[1], "*", color="tab:red", ms=8)
+                ax.set_xlim(x0 - 0.2, x1 + 0.2)
+                ax.set_ylim(y0 - 0.2, y1 + 0.2)
+                ax.set_aspect("equal")
+                ax.axis("off")
+                ax.set_title(f"{room.seed} {OUTCOME_LABELS[outcome]} {e['time_s']:.1f} s", fontsize=6)
+            fig.suptitle(f"{prefix}: {name}, {density} rooms ({sum(failure_class(e) is None for e in flights)} of "
+                         f"{len(flights)} reached)", fontsize=9)
+            fig.tight_layout()
+            path = out_dir / f"{prefix.replace(' ', '_').replace(',', '')}_{name}_{density}_paths.png"
+            fig.savefig(path, dpi=80)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python sim/evaluate_navigate.py", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
@@ -340,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
                              "--seed-offset (choose between candidates there, e.g. seeds 150-199 of a run on 150 rooms)")
     parser.add_argument("--seed-offset", type=int, default=0, help="first room seed of the split (after its base)")
     parser.add_argument("--json", default=None, help="write the results here")
-    parser.add_argument("--plots", default=None, help="write PNG plots into this directory")
+    parser.add_argument("--plots", default=None, help="write PNG plots into this directory: success by density, and "
+                             "every flight's path over its room (one grid per planner and density)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--planners", default=None, metavar="NAMES",
                         help="comma-separated planners to fly (learned, reactive, symbolic_full_map; default: all there are), "
@@ -395,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"failures {s['failures']}")
     if args.plots:
         print("wrote", plot_results(results, Path(args.plots), f"navigate {args.sim}: success by density"))
+        prefix = f"navigate {args.sim}{' range shield' if args.range_shield else ''}"
+        print("wrote", *plot_trajectories(results, rooms, Path(args.plots), prefix))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(results, indent=1))

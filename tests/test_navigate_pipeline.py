@@ -60,7 +60,11 @@ def test_refused_over_another_skill(trained, tmp_path, repo_root):
 
 
 def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_root, tmp_path):
-    from sim.evaluate_navigate import batched_planners, evaluate_batched, fly_pybullet, load_learned, plot_results
+    import cv2
+
+    from sim.evaluate_navigate import (
+        batched_planners, evaluate_batched, fly_pybullet, load_learned, path_at_decision_rate, plot_results, plot_trajectories,
+    )
     from sim.navigate_baselines import reactive_potential_field
 
     rooms = [generate_room(d, s, "eval") for d in ("sparse", "dense") for s in room_seeds("eval", 1)]  # (short episodes: a smoke run)
@@ -75,11 +79,29 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
         for by in r["by_density"].values():
             assert sum(by["failures"].values()) == round(by["episodes"] * (1 - by["success_rate"]))
     assert plot_results(results, tmp_path, "t").is_file()
+    # every flight's path: from the room's start, at the decision rate, to where the episode ended
+    for r in results.values():
+        for e, room in zip(r["episodes"], rooms):
+            path = np.asarray(e["path_xy_w"])
+            assert path.shape[1] == 2 and len(path) >= 2
+            assert np.linalg.norm(path[0] - np.asarray(room.start_w[:2])) < 0.05
+            assert np.allclose(path[-1], e["end_position_w"][:2], atol=1e-3)
+            assert np.linalg.norm(np.diff(path, axis=0), axis=1).max() < 5.0 * 0.5  # 5 m/s for half a second at most
+    written = plot_trajectories(results, rooms, tmp_path / "paths", "navigate batched")
+    assert sorted(p.name for p in written) == sorted(f"navigate_batched_{n}_{d}_paths.png" for n in results
+                                                     for d in ("sparse", "dense"))
+    for png in written:
+        image = cv2.imread(str(png))  # the start's green dot is drawn in every panel (tab:green, BGR 44 160 44)
+        assert image is not None and image.shape[0] > 100
+        assert (np.abs(image.astype(int) - (44, 160, 44)).max(axis=-1) < 40).sum() > 10
     # PyBullet: the reactive planner, one room; judged against the room's geometry
     room = rooms[0]
     r = fly_pybullet(room, lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy(),
                      repo_root / "models/crazyflie_goto.onnx", seed=0, time_limit_s=4.0)
     path = r["positions_w"]
+    kept = np.asarray(path_at_decision_rate(path, r["time_s"]))
+    assert np.allclose(kept[0], path[0, :2], atol=1e-3) and np.allclose(kept[-1], path[-1, :2], atol=1e-3)
+    assert abs(len(kept) - (r["time_s"] * 2.0 + 2)) <= 2  # one point per decision (2 Hz) and the last
     touched = min(o.distance(p) for o in room.world.obstacles for p in path[::5])
     assert r["success"] + r["collided"] + r["time_out"] == 1
     if not r["collided"]:
@@ -94,9 +116,13 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
 
 def test_evaluate_flies_only_the_planners_asked_for(repo_root, tmp_path):
     out = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--planners", "reactive", "--rooms", "1",
-                          "--threads", "1", "--json", str(tmp_path / "r.json")], capture_output=True, text=True, cwd=repo_root)
+                          "--threads", "1", "--json", str(tmp_path / "r.json"), "--plots", str(tmp_path / "plots")],
+                         capture_output=True, text=True, cwd=repo_root)
     assert out.returncode == 0, out.stderr[-2000:]
     assert set(json.loads((tmp_path / "r.json").read_text())) == {"reactive"}
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == sorted(
+        ["navigate_batched_success_by_density.png"]
+        + [f"navigate_batched_reactive_{d}_paths.png" for d in ("sparse", "medium", "dense")])
     out = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--planners", "learned", "--rooms", "1"],
                          capture_output=True, text=True, cwd=repo_root)
     assert out.returncode != 0 and "['learned'] not among this run's planners" in out.stderr and "needs --model" in out.stderr
