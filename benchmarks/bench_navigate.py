@@ -115,14 +115,15 @@ def main(argv: list[str] | None = None) -> int:
             plots += [str(f) for f in plot_trajectories({"learned": out[sim]["learned"]},
                                                         rooms if sim.startswith("batched") else pb_rooms,
                                                         out_dir / "paths", f"navigate {sim.replace('_', ' ')}")]
-    print("| simulator | planner | density | flights | success | collisions | time to goal, s | path ratio | shield: ticks "
-          "intervened, landings |")
+    print("| simulator | planner | density | flights | success | 95 % interval | collisions | time to goal, s | path ratio | "
+          "shield: ticks intervened, landings |")
     for sim in sims:
         for name, r in out.get(sim, {}).items():
             for d in DENSITY_NAMES:
                 s = r["by_density"].get(d)
                 if s:
-                    print(f"| {sim} | {name} | {d} | {s['episodes']} | {s['success_rate']:.3f} | {s['collision_rate']:.3f} | "
+                    lo, hi = s["success_ci95"]
+                    print(f"| {sim} | {name} | {d} | {s['episodes']} | {s['success_rate']:.3f} | {lo:.2f}-{hi:.2f} | {s['collision_rate']:.3f} | "
                           f"{s['mean_time_to_goal_s'] if s['mean_time_to_goal_s'] is None else round(s['mean_time_to_goal_s'], 1)} | "
                           f"{s['mean_path_length_ratio'] if s['mean_path_length_ratio'] is None else round(s['mean_path_length_ratio'], 2)} | "
                           f"{shield_summary(r['episodes'], d)} |")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,25 @@ PATH_RATE_HZ = 2.0
 def path_xy_list(path_xy: np.ndarray) -> list[list[float]]:
     """A flight's horizontal path (T, 2), world frame, as JSON-ready lists rounded to the millimetre."""
     return np.round(np.asarray(path_xy, dtype=np.float64), 3).tolist()
+
+
+WILSON_Z_95 = 1.959963984540054
+"""The standard normal's 97.5 % quantile: a two-sided 95 % interval."""
+
+
+def success_interval(successes: int, flights: int, z: float = WILSON_Z_95) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a success rate (E. B. Wilson, "Probable inference, the law of succession, and
+    statistical inference", JASA 22, 1927): what 50 flights per density can tell apart. ``scipy.stats.binomtest(k,
+    n).proportion_ci(method="wilson")`` computes the same (tests/test_navigate_pipeline.py checks it); scipy is not a
+    dependency of the evaluation, hence these lines. No flights: (0, 1)."""
+    if flights <= 0:
+        return 0.0, 1.0
+    p = successes / flights
+    z2 = z * z
+    denominator = 1.0 + z2 / flights
+    centre = (p + z2 / (2.0 * flights)) / denominator
+    half = z * math.sqrt(p * (1.0 - p) / flights + z2 / (4.0 * flights * flights)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def path_at_decision_rate(positions_w: np.ndarray, time_s: float) -> list[list[float]]:
@@ -100,6 +120,7 @@ def _summaries(records: list[dict]) -> dict:
         ok = [r for r in rs if r["success"]]
         out[d] = {
             "episodes": len(rs), "success_rate": float(np.mean([r["success"] for r in rs])),
+            "success_ci95": list(success_interval(sum(bool(r["success"]) for r in rs), len(rs))),
             "collision_rate": float(np.mean([r["collided"] for r in rs])),
             "time_out_rate": float(np.mean([r["time_out"] for r in rs])),
             "failures": {c: int(sum(failure_class(r) == c for r in rs)) for c in FAILURE_CLASSES},
@@ -468,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
                                     {"learned": contract} if session is not None else None, shielded=args.range_shield)
     for name, r in results.items():
         for d, s in r["by_density"].items():
-            print(f"{args.sim:8s} {name:18s} {d:7s} success {s['success_rate']:.3f} collisions {s['collision_rate']:.3f} "
+            lo, hi = s["success_ci95"]
+            print(f"{args.sim:8s} {name:18s} {d:7s} success {s['success_rate']:.3f} [95 % {lo:.2f}-{hi:.2f}] collisions {s['collision_rate']:.3f} "
                   f"time-outs {s['time_out_rate']:.3f} time {s['mean_time_to_goal_s']} path ratio {s['mean_path_length_ratio']} "
                   f"failures {s['failures']}")
     if args.plots:

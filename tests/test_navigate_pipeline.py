@@ -74,6 +74,9 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
     assert set(results) == {"learned", "reactive", "symbolic_full_map"}
     for r in results.values():
         assert len(r["episodes"]) == 2 and all(e is not None for e in r["episodes"])
+        for by in r["by_density"].values():  # one flight per density: the interval holds the rate, and is wide
+            lo, hi = by["success_ci95"]
+            assert lo <= by["success_rate"] <= hi and hi - lo > 0.5
         for e in r["episodes"]:
             assert e["success"] + e["collided"] + e["time_out"] == 1
         for by in r["by_density"].values():
@@ -126,3 +129,17 @@ def test_evaluate_flies_only_the_planners_asked_for(repo_root, tmp_path):
     out = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--planners", "learned", "--rooms", "1"],
                          capture_output=True, text=True, cwd=repo_root)
     assert out.returncode != 0 and "['learned'] not among this run's planners" in out.stderr and "needs --model" in out.stderr
+
+
+def test_success_interval_is_scipys_wilson_interval():
+    """The evaluation's 95 % interval of a success rate against scipy's own (binomtest's Wilson interval)."""
+    stats = pytest.importorskip("scipy.stats")
+    from sim.evaluate_navigate import success_interval
+
+    for flights in (1, 2, 10, 30, 50, 150):
+        for successes in sorted({0, 1, flights // 3, flights // 2, flights - 1, flights}):
+            ci = stats.binomtest(successes, flights).proportion_ci(confidence_level=0.95, method="wilson")
+            assert success_interval(successes, flights) == pytest.approx((ci.low, ci.high), abs=1e-12), (successes, flights)
+    assert success_interval(0, 0) == (0.0, 1.0)
+    lo, hi = success_interval(25, 30)  # PyBullet's dense figure: 0.833 cannot be told from 0.85 on 30 flights
+    assert lo < 0.85 < hi
