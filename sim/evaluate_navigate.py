@@ -40,12 +40,9 @@ STUCK_WINDOW_S = 10.0
 STUCK_RADIUS_M = 0.75
 
 
-PATH_RATE_HZ = 2.0
-"""Each flight's ``path_xy_w`` is kept at this rate (the level's decisions) plus its last point: the trajectory plots."""
-
-
 def path_xy_list(path_xy: np.ndarray) -> list[list[float]]:
-    """A flight's horizontal path (T, 2), world frame, as JSON-ready lists rounded to the millimetre."""
+    """A flight's horizontal path (T, 2), world frame, as JSON-ready lists rounded to the millimetre: its ``path_xy_w``,
+    one point per decision and the last (the trajectory plots)."""
     return np.round(np.asarray(path_xy, dtype=np.float64), 3).tolist()
 
 
@@ -66,14 +63,6 @@ def success_interval(successes: int, flights: int, z: float = WILSON_Z_95) -> tu
     centre = (p + z2 / (2.0 * flights)) / denominator
     half = z * math.sqrt(p * (1.0 - p) / flights + z2 / (4.0 * flights * flights)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def path_at_decision_rate(positions_w: np.ndarray, time_s: float) -> list[list[float]]:
-    """A PyBullet flight's positions (T, 3), one per control tick, as its ``path_xy_w``: every
-    1 / PATH_RATE_HZ s from the first, and the last."""
-    flown = np.asarray(positions_w, dtype=np.float64)
-    every = max(int(round(len(flown) / max(time_s * PATH_RATE_HZ, 1.0))), 1)
-    return path_xy_list(np.vstack((flown[::every, :2], flown[-1:, :2])))
 
 
 def failure_class(record: dict) -> str | None:
@@ -314,11 +303,13 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
             collided = sim.collided() or any(c.body == GROUND_NAME for c in sim.collisions()) or not state.is_finite()
             success = (not collided) and float(np.linalg.norm(state.position_w - goal)) < goal_tolerance_m
     timed_out = not (success or collided)
+    flown = np.asarray(positions)
     return {"room": room.name, "density": room.density, "success": bool(success), "collided": bool(collided),
-            "time_out": timed_out, "stuck": timed_out and stuck(np.asarray(positions)[:, :2], 1.0 / policy.control_rate_hz),
+            "time_out": timed_out, "stuck": timed_out and stuck(flown[:, :2], 1.0 / policy.control_rate_hz),
             "final_distance_m": float(np.linalg.norm(state.position_w - goal)),
             "time_s": steps / policy.control_rate_hz, "path_length_m": path,
-            "inference_s": infer_s / max(decisions, 1), "positions_w": np.asarray(positions), "shielded": shielded,
+            "inference_s": infer_s / max(decisions, 1), "positions_w": flown,
+            "path_xy_w": path_xy_list(np.vstack((flown[::per_decision, :2], flown[-1:, :2]))), "shielded": shielded,
             "interventions": interventions}
 
 
@@ -336,7 +327,7 @@ def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contract
         for i, room in enumerate(tqdm(rooms, desc=f"pybullet {name}", unit="room", leave=False)):
             r = fly_pybullet(room, planner, skill_path, seed + i, contract=(contracts or {}).get(name), shielded=shielded)
             r["symbolic_length_m"] = lengths[i]
-            r["path_xy_w"] = path_at_decision_rate(r.pop("positions_w"), r["time_s"])
+            r.pop("positions_w")
             records.append(r)
         results[name] = {"by_density": _summaries(records), "episodes": records,
                          "inference_s_per_decision": float(np.mean([r["inference_s"] for r in records]))}
@@ -388,7 +379,7 @@ def plot_trajectories(results: dict, rooms, out_dir: Path, prefix: str, columns:
     written = []
     for name, r in results.items():
         for density in DENSITY_NAMES:
-            flights = [e for e in r["episodes"] if e is not None and e["density"] == density and "path_xy_w" in e]
+            flights = [e for e in r["episodes"] if e is not None and e["density"] == density]
             if not flights:
                 continue
             cols = min(columns, len(flights))

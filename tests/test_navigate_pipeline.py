@@ -63,7 +63,7 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
     import cv2
 
     from sim.evaluate_navigate import (
-        batched_planners, evaluate_batched, fly_pybullet, load_learned, path_at_decision_rate, plot_results, plot_trajectories,
+        batched_planners, evaluate_batched, fly_pybullet, load_learned, plot_results, plot_trajectories,
     )
     from sim.navigate_baselines import reactive_potential_field
 
@@ -102,7 +102,7 @@ def test_batched_and_pybullet_evaluation_run_on_held_out_rooms(trained, repo_roo
     r = fly_pybullet(room, lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy(),
                      repo_root / "models/crazyflie_goto.onnx", seed=0, time_limit_s=4.0)
     path = r["positions_w"]
-    kept = np.asarray(path_at_decision_rate(path, r["time_s"]))
+    kept = np.asarray(r["path_xy_w"])
     assert np.allclose(kept[0], path[0, :2], atol=1e-3) and np.allclose(kept[-1], path[-1, :2], atol=1e-3)
     assert abs(len(kept) - (r["time_s"] * 2.0 + 2)) <= 2  # one point per decision (2 Hz) and the last
     touched = min(o.distance(p) for o in room.world.obstacles for p in path[::5])
