@@ -120,13 +120,15 @@ def _summaries(records: list[dict]) -> dict:
 
 
 def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize: bool = True,
-                     episode_length_s: float = 30.0, shielded: bool = False, randomization: dict | None = None) -> dict:
+                     episode_length_s: float = 30.0, shielded: bool = False, randomization: dict | None = None,
+                     trail=None) -> dict:
     """Every planner flies every room once in the batched simulator. ``planners``: name -> fn(env, obs) -> actions.
 
     ``shielded``: the skill's commands go through the runtime's shield with the range source only, one per flight
     (``sim/navigate_shield.py``: the room unmapped for it, as in PyBullet's ``--range-shield``); collisions are still
     the simulator's own (its boxes, fence, floor and ceiling). ``randomization``: overrides of the airframes' ranges
-    (None: the goto environment's own, or with ``shielded`` its batteries from :data:`SHIELDED_BATTERY_RANGE_V`)."""
+    (None: the goto environment's own, or with ``shielded`` its batteries from :data:`SHIELDED_BATTERY_RANGE_V`).
+    ``trail``: the level's contract's ``trail`` (a TrailSpec), when it observes one: the environment keeps it."""
     import torch
 
     from sim.envs.nav_rooms import RoomPool
@@ -143,6 +145,9 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
         cfg = NavigateEnvCfg(skill_path=str(skill_path), randomize=randomize, episode_length_s=episode_length_s,
                              randomization=dict(randomization))
         cfg.curriculum.enabled = False
+        if trail is not None:
+            cfg.trail.enabled, cfg.trail.capacity, cfg.trail.min_spacing_m = True, trail.capacity, trail.min_spacing_m
+            cfg.trail.sectors, cfg.trail.range_m = trail.sectors, trail.range_m
         env = NavigateEnv(cfg, num_envs=len(rooms), seed=seed, pool=pool)
         env.forced_rooms = torch.arange(len(rooms))
         finished = torch.zeros(len(rooms), dtype=torch.bool)
@@ -469,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.sim == "batched":
         results = evaluate_batched(chosen(batched_planners(session, rooms)), rooms, args.skill, args.seed,
-                                   shielded=args.range_shield)
+                                   shielded=args.range_shield, trail=contract.trail if session is not None else None)
     else:
         from sim.navigate_baselines import reactive_potential_field
         planners = {}

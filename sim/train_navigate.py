@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init-onnx", default=None, metavar="ONNX",
                    help="start the actor from an exported navigate level (its contract must match this run's: same skill, "
                         "sensors, memory); the critic starts fresh (see --critic-warmup); not with --resume")
+    p.add_argument("--trail", action="store_true",
+                   help="the level also observes its trail (the trail_yaw term: its own earlier positions, nearest per sector; "
+                        "NavigateTrailCfg); with --init-onnx of a level without it, the trail's inputs start at zero weight")
     p.add_argument("--init-std", type=float, default=0.2, help="the exploration std of an --init-onnx actor")
     p.add_argument("--critic-warmup", type=int, default=0, metavar="N",
                    help="first N PPO iterations train the critic only (the actor frozen): a fresh critic under a trained actor")
@@ -108,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = NavigateEnvCfg(skill_path=args.skill, rooms_per_density=args.rooms_per_density)
     cfg.curriculum.enabled = not args.no_curriculum
+    cfg.trail.enabled = args.trail
     cfg.rewards.proximity_source = args.proximity
     if args.proximity_weight is not None:
         cfg.rewards.proximity_weight = args.proximity_weight

@@ -113,6 +113,55 @@ def test_c_level_on_random_episodes_through_a_full_ring(built):
     assert host.decisions >= 6 * 60
 
 
+@pytest.fixture(scope="module")
+def trail_built(models, tmp_path_factory, repo_root):
+    """(project, host C level, Python level) of a level that also observes its trail (``trail_yaw``): an untrained
+    actor of a trail run (sim/train_navigate.py --trail) over the shipped goto skill, exported as any run is. Its
+    random weights read every input, the trail's included, so a trail that differed would move the subgoals."""
+    import torch
+    from rsl_rl.runners import OnPolicyRunner
+
+    from deploy.onnx_export.navigate import export_navigate
+    from robot_hrl.world.rooms import generate_room
+    from sim.agents.ppo_navigate import ppo_navigate_cfg
+    from sim.envs.nav_rooms import RoomPool
+    from sim.envs.navigate_env import NavigateEnv
+    from sim.envs.navigate_env_cfg import NavigateEnvCfg
+
+    out = tmp_path_factory.mktemp("cf_nav_trail")
+    cfg = NavigateEnvCfg(skill_path=str(models[0]), randomize=False)
+    cfg.trail.enabled = True
+    env = NavigateEnv(cfg, num_envs=2, pool=RoomPool.from_rooms([generate_room("dense", 0)]))
+    run = out / "run"
+    run.mkdir()
+    (run / "navigate_contract.json").write_text(env.contract.to_json())
+    train_cfg = ppo_navigate_cfg()
+    (run / "train_cfg.json").write_text(json.dumps(train_cfg))
+    torch.manual_seed(7)
+    runner = OnPolicyRunner(env, train_cfg, log_dir=None, device="cpu")
+    runner.save(str(run / "model_0.pt"))
+    level = export_navigate(run, out / "trail_level.onnx")
+    project = generate_project(models[0], out / "cf", navigate=level)
+    host = HostNavigator(HostController.build(project, out / "host"))
+    return project, host, nav_parity.onnxruntime_navigator(project.navigate)
+
+
+def test_c_level_with_a_trail_decides_as_the_python_level(trail_built):
+    """The trail's ring (nav_io.c's navTrail, written in navDecide after the observation) and its sectors against
+    LearnedNavigator's numpy trail: the same observations and subgoals over wandering episodes whose trail wraps."""
+    project, host, navigator = trail_built
+    assert project.navigate.contract.observations[-1].name == "trail_yaw"
+    rng = np.random.default_rng(11)
+    wrapped = read = 0
+    for _ in range(4):
+        seq = nav_parity.random_sequence(rng, project.navigate.sensors, decisions=150, room_half_m=2.5)
+        ref = nav_parity.run_python(navigator, seq)
+        _assert_same(ref, nav_parity.run_host(host, seq))
+        wrapped += int(navigator.trail.count[0] > navigator.trail.capacity)
+        read += int((navigator.trail.sectors(np.zeros((1, 3)), np.array([[1.0, 0, 0, 0]])) < navigator.trail.range_m).sum())
+    assert wrapped >= 2 and read > 0
+
+
 # ---- faults: refused alike, and the level goes on alike --------------------------------------------------------
 _FAULT_FIELDS = {"position": (1, 3), "quaternion": (4, 4), "range": (8, 6), "velocity": (14, 3), "goal": (17, 3)}
 

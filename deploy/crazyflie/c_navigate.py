@@ -53,7 +53,7 @@ NAV_TASK_SOURCES: tuple[str, ...] = NAV_SOURCES + ("nav_task.c",)
 NAV_PREFIX = "nav"
 """Symbol prefix of the level's network (``nav_forward``), beside the goto skill's ``policy_forward``."""
 
-NAV_TERMS: tuple[str, ...] = ("goal_yaw", "ranges_m", "velocity_yaw", "last_subgoal_yaw", "range_memory_yaw")
+NAV_TERMS: tuple[str, ...] = ("goal_yaw", "ranges_m", "velocity_yaw", "last_subgoal_yaw", "range_memory_yaw", "trail_yaw")
 """Observation terms of a navigate contract the C generator builds (robot_hrl.contract.navigate)."""
 
 
@@ -85,7 +85,8 @@ def check_navigate_contract(contract: NavigateContract, sensors: Sequence[RangeS
         raise CodegenError(f"navigate observation terms {unknown} have no onboard (C) implementation; the generator knows "
                            f"{list(NAV_TERMS)}: add them to deploy/crazyflie/c_navigate.py")
     sizes = {"goal_yaw": 2, "ranges_m": len(sensors), "velocity_yaw": 3, "last_subgoal_yaw": 2,
-             "range_memory_yaw": contract.memory.sectors if contract.memory is not None else -1}
+             "range_memory_yaw": contract.memory.sectors if contract.memory is not None else -1,
+             "trail_yaw": contract.trail.sectors if contract.trail is not None else -1}
     for t in contract.observations:
         if t.size != sizes[t.name]:
             raise CodegenError(f"navigate term {t.name!r} has size {t.size} in the contract, the onboard code gives "
@@ -101,6 +102,53 @@ def check_navigate_contract(contract: NavigateContract, sensors: Sequence[RangeS
                            "generator implements the yaw frame and the disc projection")
     if len(sensors) > 255 or (contract.memory is not None and contract.memory.sectors > 255):
         raise CodegenError("more than 255 rangers or memory sectors: the onboard index types are uint8_t")
+    if contract.trail is not None and "trail_yaw" not in names:
+        raise CodegenError("the contract keeps a trail but observes no trail_yaw term; re-export the level")
+
+
+def _sectors_c(name: str, ring: str, capacity: str, sectors: str, range_m: float, what: str) -> str:
+    """C of a ring's reading (RangeMemory.sectors): the nearest point per sector around the robot, sector k centred on
+    the bearing 2 pi k / sectors in the yaw frame (0 ahead, counter-clockwise), ``range_m`` when it holds none nearer.
+    One generator for the range memory and the trail (both are RangeMemory rings in Python)."""
+    return f"""
+/* {what}: the nearest point of {ring} per sector around the robot (RangeMemory.sectors), sector k centred on the
+ * bearing 2 pi k / {sectors} in the yaw frame (0 ahead, counter-clockwise), {range_m:g} m when it holds none nearer. */
+static void {name}(const float position_w[3], float yc, float ys, float out[{sectors}])
+{{
+  for (int k = 0; k < {sectors}; ++k) {{
+    out[k] = {c_float(range_m)};
+  }}
+  for (int m = 0; m < {capacity}; ++m) {{
+    const float rx = {ring}[m][0] - position_w[0], ry = {ring}[m][1] - position_w[1];
+    const float x = yc * rx + ys * ry, y = -ys * rx + yc * ry;
+    const float d = sqrtf(x * x + y * y);
+    if (!(d < {c_float(range_m)})) {{
+      continue;  /* reads range_m: lowers no sector */
+    }}
+    int k = (int)floorf(atan2f(y, x) / {{width}} + 0.5f) % {sectors};
+    k = k < 0 ? k + {sectors} : k;
+    out[k] = d < out[k] ? d : out[k];
+  }}
+}}
+"""
+
+
+def _ring_write_c(ring: str, count: str, capacity: str, spacing_m: float, indent: str) -> str:
+    """C that writes the point ``(px, py)`` into a ring unless a kept point lies within ``spacing_m`` (RangeMemory's
+    ``_write``: every slot scanned, the next slot ``count % capacity``)."""
+    return f"""{indent}/* not added when a kept point lies within {spacing_m:g} m */
+{indent}float nearest = INFINITY;
+{indent}for (int m = 0; m < {capacity}; ++m) {{
+{indent}  const float dx = {ring}[m][0] - px, dy = {ring}[m][1] - py;
+{indent}  const float d = sqrtf(dx * dx + dy * dy);
+{indent}  nearest = d < nearest ? d : nearest;
+{indent}}}
+{indent}if (nearest >= {c_float_at_least(spacing_m)}) {{
+{indent}  const uint32_t slot = {count} % {capacity};
+{indent}  {ring}[slot][0] = px;
+{indent}  {ring}[slot][1] = py;
+{indent}  {count} += 1u;
+{indent}}}"""
 
 
 def _yaw_c(q: str) -> str:
@@ -128,6 +176,10 @@ def generate_navigate_c(contract: NavigateContract, sensors: Sequence[RangeSenso
         j, capacity, sectors = len(geometry.indices), mem.capacity, mem.sectors
     else:  # a level without the memory: a one-slot ring nobody writes
         geometry, j, capacity, sectors = None, 0, 1, 1
+    trail = contract.trail
+    trail_h = ("" if trail is None else
+               f"/* The trail: the robot's position at each decision (after its observation), {trail.min_spacing_m:g} m apart. */\n"
+               f"#define NAV_TRAIL_CAPACITY {trail.capacity}\n#define NAV_TRAIL_SECTORS {trail.sectors}\n")
     rate = contract.decision_rate_hz
     spec = contract.action
     mode = get_action_mode(spec.mode)
@@ -146,11 +198,11 @@ def generate_navigate_c(contract: NavigateContract, sensors: Sequence[RangeSenso
 #define NAV_NUM_RANGERS {n_rangers}
 #define NAV_MEMORY_CAPACITY {capacity}
 #define NAV_MEMORY_SECTORS {sectors}
-/* The level decides at {rate:g} Hz (the contract's decision_rate_hz); the memory takes readings at
+{trail_h}/* The level decides at {rate:g} Hz (the contract's decision_rate_hz); the memory takes readings at
  * {mem.update_rate_hz if mem else rate:g} Hz. Not a stabilizer-loop rate: run it in its own task. */
 #define NAV_DECISION_PERIOD_MS {int(round(1000.0 / rate))}
 
-/* Forget the range memory, the readings and the last subgoal (a new task or goal). */
+/* Forget the range memory, the readings, the last subgoal and the trail (a new task or goal). */
 void navReset(void);
 
 /* The latest reading of every ranger (m, contract order) with the pose it was taken at: position (m, world
@@ -193,7 +245,23 @@ static const float navMemoryMax[{j}] = {{{", ".join(c_float_at_least(v) for v in
 """)
 
     sense_body = "  (void)position_w;\n  (void)quat_wxyz;\n  return true;"
-    sectors_fn = ""
+    sectors_fn = trail_state = trail_reset = trail_add = ""
+    if trail is not None:
+        sectors_fn += _sectors_c("nav_trail_sectors", "navTrail", "NAV_TRAIL_CAPACITY", "NAV_TRAIL_SECTORS", trail.range_m,
+                                 "The trail").replace("{width}", c_float(2.0 * math.pi / trail.sectors))
+        trail_state = ("static float navTrail[NAV_TRAIL_CAPACITY][2];     /* the robot's earlier positions, world x y (m) */\n"
+                       "static uint32_t navTrailCount;                     /* positions written */\n")
+        trail_reset = f"""  for (int m = 0; m < NAV_TRAIL_CAPACITY; ++m) {{
+    navTrail[m][0] = {c_float(FAR_M)};
+    navTrail[m][1] = {c_float(FAR_M)};
+  }}
+  navTrailCount = 0u;
+"""
+        trail_add = f"""  {{ /* the trail after the observation: it holds where the robot was (LearnedNavigator.decide's order) */
+    const float px = position_w[0], py = position_w[1];
+{_ring_write_c("navTrail", "navTrailCount", "NAV_TRAIL_CAPACITY", trail.min_spacing_m, "    ")}
+  }}
+"""
     if geometry is not None:
         sense_body = f"""  if (!nav_finite(position_w, 3) || !nav_finite(quat_wxyz, 4)) {{
     return false;
@@ -213,43 +281,12 @@ static const float navMemoryMax[{j}] = {{{", ".join(c_float_at_least(v) for v in
     const float lz = navMemoryOffset[j][2] + r * navMemoryAxis[j][2];
     const float px = position_w[0] + (r00 * lx + r01 * ly + r02 * lz);
     const float py = position_w[1] + (r10 * lx + r11 * ly + r12 * lz);
-    /* not added when a remembered point (this reading's earlier sensors included) lies within {mem.min_spacing_m:g} m */
-    float nearest = INFINITY;
-    for (int m = 0; m < NAV_MEMORY_CAPACITY; ++m) {{
-      const float dx = navMemory[m][0] - px, dy = navMemory[m][1] - py;
-      const float d = sqrtf(dx * dx + dy * dy);
-      nearest = d < nearest ? d : nearest;
-    }}
-    if (nearest >= {c_float_at_least(mem.min_spacing_m)}) {{
-      const uint32_t slot = navMemoryCount % NAV_MEMORY_CAPACITY;
-      navMemory[slot][0] = px;
-      navMemory[slot][1] = py;
-      navMemoryCount += 1u;
-    }}
+    /* (this reading's earlier sensors' points included) */
+{_ring_write_c("navMemory", "navMemoryCount", "NAV_MEMORY_CAPACITY", mem.min_spacing_m, "    ")}
   }}
   return true;"""
-        width = 2.0 * math.pi / sectors
-        sectors_fn = f"""
-/* The nearest remembered point per sector around the robot (RangeMemory.sectors): sector k centred on the
- * bearing 2 pi k / {sectors} in the yaw frame (0 ahead, counter-clockwise), {mem.range_m:g} m when it holds none nearer. */
-static void nav_sectors(const float position_w[3], float yc, float ys, float out[NAV_MEMORY_SECTORS])
-{{
-  for (int k = 0; k < NAV_MEMORY_SECTORS; ++k) {{
-    out[k] = {c_float(mem.range_m)};
-  }}
-  for (int m = 0; m < NAV_MEMORY_CAPACITY; ++m) {{
-    const float rx = navMemory[m][0] - position_w[0], ry = navMemory[m][1] - position_w[1];
-    const float x = yc * rx + ys * ry, y = -ys * rx + yc * ry;
-    const float d = sqrtf(x * x + y * y);
-    if (!(d < {c_float(mem.range_m)})) {{
-      continue;  /* reads range_m: lowers no sector */
-    }}
-    int k = (int)floorf(atan2f(y, x) / {c_float(width)} + 0.5f) % NAV_MEMORY_SECTORS;
-    k = k < 0 ? k + NAV_MEMORY_SECTORS : k;
-    out[k] = d < out[k] ? d : out[k];
-  }}
-}}
-"""
+        sectors_fn = _sectors_c("nav_sectors", "navMemory", "NAV_MEMORY_CAPACITY", "NAV_MEMORY_SECTORS", mem.range_m,
+                                "The range memory").replace("{width}", c_float(2.0 * math.pi / sectors)) + sectors_fn
 
     term_c = {  # C per term; {o}, {o1}, {o2}: the term's first, second, third index in obs
         "goal_yaw": ("  {\n    const float dx = goal_w[0] - position_w[0], dy = goal_w[1] - position_w[1];\n"
@@ -264,6 +301,7 @@ static void nav_sectors(const float position_w[3], float yc, float ys, float out
                              "    obs[{o}] = yc * dx + ys * dy;\n    obs[{o1}] = -ys * dx + yc * dy;\n  }",
                              "the last subgoal minus position, yaw frame (zero before the first decision)"),
         "range_memory_yaw": ("  nav_sectors(position_w, yc, ys, &obs[{o}]);", "the range memory's sectors"),
+        "trail_yaw": ("  nav_trail_sectors(position_w, yc, ys, &obs[{o}]);", "the trail's sectors"),
     }
     body, clips, offset = [], [], 0
     for t in contract.observations:
@@ -297,7 +335,7 @@ static float navLastSubgoal[3];                    /* m, world */
 static bool navHasSubgoal;
 static uint32_t navDecisionCount;
 static bool navReady;                              /* navReset has run */
-
+{trail_state}
 {"".join(consts)}
 /* Clamp to [lo, hi]; a NaN passes through (both comparisons are false). */
 static inline float nav_clip(float v, float lo, float hi)
@@ -325,7 +363,7 @@ void navReset(void)
   for (int i = 0; i < NAV_NUM_RANGERS; ++i) {{
     navRanges[i] = INFINITY;
   }}
-  navHasSubgoal = false;
+{trail_reset}  navHasSubgoal = false;
   navReady = true;
 }}
 
@@ -384,7 +422,7 @@ bool navDecide(const float position_w[3], const float quat_wxyz[4], const float 
   if (!navBuildObservation(position_w, quat_wxyz, velocity_w, goal_w, obs)) {{
     return false;
   }}
-  nav_forward(obs, action);
+{trail_add}  nav_forward(obs, action);
   navActionToSubgoal(action, position_w, quat_wxyz, sg);
   for (int i = 0; i < 3; ++i) {{
     navLastSubgoal[i] = sg[i];

@@ -201,9 +201,10 @@ class NavigateIoCost:
     """The range memory and observation of one decision (one ``navSense`` + one ``navDecide``), network excluded."""
 
     spacing_checks: int
-    """navSense: every memory sensor's hit against every slot of the ring (worst case: all hit)."""
+    """navSense: every memory sensor's hit against every slot of the ring (worst case: all hit); navDecide: the
+    position against every slot of the trail."""
     sector_points: int
-    """nav_sectors: every slot binned (worst case: all within range_m, one atan2f each)."""
+    """nav_sectors and nav_trail_sectors: every slot binned (worst case: all within range, one atan2f each)."""
 
     def cycles(self, model: CycleModel = NOMINAL) -> float:
         scale = model.cycles_per_elementwise / NOMINAL.cycles_per_elementwise  # the pessimistic model's margin
@@ -216,11 +217,15 @@ class NavigateIoCost:
 
 
 def navigate_io_cost(contract) -> NavigateIoCost:
-    """Worst-case memory and observation work per decision of a navigate contract (robot_hrl.contract.navigate)."""
-    mem = contract.memory
-    if mem is None:
-        return NavigateIoCost(spacing_checks=0, sector_points=0)
-    return NavigateIoCost(spacing_checks=len(mem.sensors) * mem.capacity, sector_points=mem.capacity)
+    """Worst-case memory and observation work per decision of a navigate contract (robot_hrl.contract.navigate): the
+    range memory's spacing checks and sector reads, and the trail's (one position against every slot, every slot
+    binned; the same loops, c_navigate.py's ``_ring_write_c`` and ``_sectors_c``)."""
+    mem, trail = contract.memory, getattr(contract, "trail", None)
+    checks = len(mem.sensors) * mem.capacity if mem is not None else 0
+    points = mem.capacity if mem is not None else 0
+    if trail is not None:
+        checks, points = checks + trail.capacity, points + trail.capacity
+    return NavigateIoCost(spacing_checks=checks, sector_points=points)
 
 
 @dataclass(frozen=True)

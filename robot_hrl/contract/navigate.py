@@ -60,9 +60,22 @@ class RangeMemorySpec(BaseModel):
     update_rate_hz: float = Field(gt=0.0, description="how often the readings are added (the rangers' rate)")
 
 
+class TrailSpec(BaseModel):
+    """The trail (robot_hrl.sensing.memory: a :class:`RangeMemory` of the robot's own past positions): where the level
+    has already been, read as the nearest earlier position per sector around the robot."""
+
+    model_config = _FROZEN
+    capacity: int = Field(gt=0, description="positions kept (a ring)")
+    min_spacing_m: float = Field(ge=0.0, description="a position this close to a kept one is not added")
+    sectors: int = Field(gt=0, description="sectors around the robot, sector 0 straight ahead")
+    range_m: float = Field(gt=0.0, description="a sector with no earlier position nearer reads this")
+
+
 def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m: float,
-                               memory: RangeMemorySpec | None = None) -> tuple[ObservationTerm, ...]:
-    """The ordered observation of the ``navigate`` level (with the memory's sectors when ``memory`` is given)."""
+                               memory: RangeMemorySpec | None = None,
+                               trail: TrailSpec | None = None) -> tuple[ObservationTerm, ...]:
+    """The ordered observation of the ``navigate`` level (with the memory's sectors when ``memory`` is given, then the
+    trail's when ``trail`` is)."""
     terms = (
         ObservationTerm(name="goal_yaw", size=2, frame="yaw", units="m", clip=(-GOAL_CLIP_M, GOAL_CLIP_M),
                         description="goal minus position, horizontal, in the robot's yaw frame"),
@@ -78,6 +91,10 @@ def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m
                                   clip=(0.0, memory.range_m),
                                   description="nearest remembered range hit per sector around the robot (sector 0 ahead, "
                                               "counter-clockwise); robot_hrl.sensing.memory"),)
+    if trail is not None:
+        terms += (ObservationTerm(name="trail_yaw", size=trail.sectors, frame="yaw", units="m", clip=(0.0, trail.range_m),
+                                  description="nearest earlier position of the robot per sector around it (sector 0 "
+                                              "ahead, counter-clockwise; added after each decision)"),)
     return terms
 
 
@@ -130,6 +147,7 @@ class NavigateContract(BaseModel):
     lower_skill: LowerSkillRef
     sensors: SensorSuiteRef
     memory: RangeMemorySpec | None = None
+    trail: TrailSpec | None = None
     conventions: Conventions = Conventions()
 
     @model_validator(mode="after")
@@ -152,6 +170,9 @@ class NavigateContract(BaseModel):
         memory = [t for t in self.observations if t.name == "range_memory_yaw"]
         if memory and (self.memory is None or memory[0].size != self.memory.sectors):
             raise ValueError("observation range_memory_yaw needs the contract's memory section with as many sectors as its size")
+        trail = [t for t in self.observations if t.name == "trail_yaw"]
+        if trail and (self.trail is None or trail[0].size != self.trail.sectors):
+            raise ValueError("observation trail_yaw needs the contract's trail section with as many sectors as its size")
         if self.memory is not None:
             unknown = [n for n in self.memory.sensors if n not in self.sensors.names]
             if unknown:
@@ -282,8 +303,13 @@ def range_memory_yaw(x: NavigateInputs) -> np.ndarray:
     return np.asarray(x["range_memory_yaw"], dtype=np.float64)
 
 
+def trail_yaw(x: NavigateInputs) -> np.ndarray:
+    """The trail's sectors (a RangeMemory of earlier positions, RangeMemory.sectors), read by the caller that keeps it."""
+    return np.asarray(x["trail_yaw"], dtype=np.float64)
+
+
 NAVIGATE_OBSERVATION_FUNCTIONS: dict[str, Callable[[NavigateInputs], np.ndarray]] = {
-    f.__name__: f for f in (goal_yaw, ranges_m, velocity_yaw, last_subgoal_yaw, range_memory_yaw)
+    f.__name__: f for f in (goal_yaw, ranges_m, velocity_yaw, last_subgoal_yaw, range_memory_yaw, trail_yaw)
 }
 
 

@@ -39,6 +39,8 @@ class LearnedNavigator:
         self.sensors = tuple(sensors)
         self.act = act
         self.memory = RangeMemory.from_spec(contract.memory, sensors) if contract.memory is not None else None
+        self.trail = RangeMemory.for_positions(contract.trail) if contract.trail is not None else None
+        """Where the robot was at its earlier decisions (the ``trail_yaw`` term), or None."""
         self.last_subgoal_w: np.ndarray | None = None
         self.ranges_m = np.full(len(sensors), np.inf)
         self.decisions = 0
@@ -73,6 +75,8 @@ class LearnedNavigator:
         """A new episode or task: forget the memory and the last subgoal."""
         if self.memory is not None:
             self.memory.reset()
+        if self.trail is not None:
+            self.trail.reset()
         self.last_subgoal_w = None
         self.ranges_m = np.full(len(self.sensors), np.inf)
 
@@ -92,11 +96,15 @@ class LearnedNavigator:
                   "ranges_m": self.ranges_m, "last_subgoal_w": p if self.last_subgoal_w is None else self.last_subgoal_w}
         if self.memory is not None:
             inputs["range_memory_yaw"] = self.memory.sectors(p[None], np.asarray(quat_wxyz)[None])[0]
+        if self.trail is not None:
+            inputs["trail_yaw"] = self.trail.sectors(p[None], np.asarray(quat_wxyz)[None])[0]
         return compute_navigate_observation(self.contract.observations, inputs)
 
     def decide(self, position_w, quat_wxyz, linear_velocity_w, goal_w) -> np.ndarray:
         """The next subgoal (3,), world ENU, at the contract's flight height."""
         obs = self.observation(position_w, quat_wxyz, linear_velocity_w, goal_w)
+        if self.trail is not None:  # after the observation: the trail holds where the robot was (the batched twin's order)
+            self.trail.add_points_w(np.asarray(position_w, dtype=np.float64)[None, None, :2], np.ones((1, 1), dtype=bool))
         action = np.asarray(self.act(obs[None]), dtype=np.float64).reshape(-1, 2)[0]
         subgoal = subgoal_from_action(action, np.asarray(position_w, dtype=np.float64), np.asarray(quat_wxyz, dtype=np.float64),
                                       self.contract)

@@ -90,6 +90,13 @@ class RangeMemory:
         return cls(MemoryGeometry.of(spec.sensors, sensors), spec.capacity, spec.min_spacing_m, spec.sectors, spec.range_m,
                    num_envs)
 
+    @classmethod
+    def for_positions(cls, spec, num_envs: int = 1) -> "RangeMemory":
+        """A ring of the robot's own earlier positions (a contract's TrailSpec: capacity, spacing, sectors, range; the
+        ``trail_yaw`` term), written with :meth:`add_points_w` only: no sensor feeds it."""
+        none = MemoryGeometry((), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
+        return cls(none, spec.capacity, spec.min_spacing_m, spec.sectors, spec.range_m, num_envs)
+
     def reset(self, ids=None) -> None:
         """Forget everything (of environments ``ids``; None: all)."""
         sel = slice(None) if ids is None else ids

@@ -67,10 +67,27 @@ def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, norm
                          "navigate level (deploy/onnx_export/navigate.py), not a skill")
     own = NavigateContract.from_json(meta[NAVIGATE_METADATA_KEY])
     differ = [name for name in type(own).model_fields if getattr(own, name) != getattr(contract, name)]
+    old_n = len(own.observations)
+    appended = contract.observations[old_n:]
+    if (set(differ) <= {"observations", "trail"} and contract.observations[:old_n] == own.observations
+            and all(t.name == "trail_yaw" for t in appended) and own.trail is None):
+        differ = []  # the run observes the file's terms and then its trail: those inputs start at zero weight
+    else:
+        appended = ()
     if differ:
         raise SystemExit(f"{onnx_path}: its contract's {', '.join(differ)} differs from this run's "
                          f"({', '.join(f'{getattr(own, n)!r} vs {getattr(contract, n)!r}' for n in differ)}): fine-tune "
                          "it over the skill and sensors it was trained with (--skill), or train a new level")
+    if appended:
+        extra = sum(t.size for t in appended)
+        w0 = np.asarray(weights["policy.mlp.0.weight"])
+        weights["policy.mlp.0.weight"] = np.concatenate((w0, np.zeros((w0.shape[0], extra), np.float32)), axis=1)
+        # each appended term normalized to about [-1, 1] over its clip range
+        mid = np.concatenate([np.full(t.size, 0.5 * (t.clip[0] + t.clip[1]), np.float32) for t in appended])
+        half = np.concatenate([np.full(t.size, 0.5 * (t.clip[1] - t.clip[0]), np.float32) for t in appended])
+        weights["obs_mean"] = np.concatenate((np.asarray(weights["obs_mean"]).reshape(-1), mid))
+        weights["obs_std_plus_eps"] = np.concatenate((np.asarray(weights["obs_std_plus_eps"]).reshape(-1), half + NORMALIZER_EPS))
+        print(f"warm start: {[t.name for t in appended]} ({extra} inputs) appended after the file's observation, at zero weight")
     state = actor.state_dict()
     fill_actor(state, weights, std, normalizer_count)
     actor.load_state_dict(state)

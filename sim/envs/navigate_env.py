@@ -21,8 +21,8 @@ from tensordict import TensorDict
 
 from robot_hrl.contract import normalized_to_command
 from robot_hrl.contract.navigate import (
-    LowerSkillRef, NavigateContract, RangeMemorySpec, SensorSuiteRef, SubgoalSpec, contract_sha256, navigate_observation_terms,
-    subgoal_offset_action_spec,
+    LowerSkillRef, NavigateContract, RangeMemorySpec, SensorSuiteRef, SubgoalSpec, TrailSpec, contract_sha256,
+    navigate_observation_terms, subgoal_offset_action_spec,
 )
 from robot_hrl.errors import ConfigError
 from robot_hrl.sensing import robot_range_sensors, sensor_suite_sha256
@@ -89,8 +89,15 @@ class NavigateEnv(VecEnv):
             self.memory = TorchRangeMemory.from_spec(memory, self.sensors, self.num_envs, self.device)
         else:
             self.memory_every, self.memory = self.low_steps, None
+        trail = None
+        self.trail = None
+        """The robot's earlier positions (a TorchRangeMemory without sensors; the ``trail_yaw`` term), or None."""
+        if cfg.trail.enabled:
+            t = cfg.trail
+            trail = TrailSpec(capacity=t.capacity, min_spacing_m=t.min_spacing_m, sectors=t.sectors, range_m=t.range_m)
+            self.trail = TorchRangeMemory.for_positions(trail, self.num_envs, self.device)
         self.observation_terms = navigate_observation_terms(max(s.max_range_m for s in self.sensors), len(self.sensors),
-                                                            max_offset, memory)
+                                                            max_offset, memory, trail)
         self.contract = NavigateContract(
             robot=self.skill.contract.robot, decision_rate_hz=cfg.decision_rate_hz, observations=self.observation_terms,
             action=self.action_spec, subgoal=SubgoalSpec(flight_height_m=cfg.flight_height_m),
@@ -99,7 +106,7 @@ class NavigateEnv(VecEnv):
                                       subgoal_radius_m=self.skill.contract.subgoal_radius_m,
                                       control_rate_hz=self.skill.contract.control_rate_hz),
             sensors=SensorSuiteRef(names=tuple(s.name for s in self.sensors), sha256=sensor_suite_sha256(self.sensors)),
-            memory=memory,
+            memory=memory, trail=trail,
         )
         self.pool = pool or build_room_pool(cfg, self.device)
         dens = self.pool.density
@@ -285,6 +292,8 @@ class NavigateEnv(VecEnv):
         self.potential[ids] = self.pool.geodesic_at(rooms, start[:, :2])
         if self.memory is not None:
             self.memory.reset(ids)
+        if self.trail is not None:
+            self.trail.reset(ids)
         if self.shield is not None:
             self.shield.reset(self, ids)
 
@@ -323,6 +332,8 @@ class NavigateEnv(VecEnv):
              "goal_w": self.goal_w, "ranges_m": self.ranges, "last_subgoal_w": self.subgoal_w}
         if self.memory is not None:
             x["range_memory_yaw"] = self.memory.sectors(low.position_w, low.quat_wxyz)
+        if self.trail is not None:
+            x["trail_yaw"] = self.trail.sectors(low.position_w, low.quat_wxyz)
         return x
 
     def _observations(self, new_ids: torch.Tensor | None = None) -> TensorDict:
@@ -332,6 +343,8 @@ class NavigateEnv(VecEnv):
             if self.memory is not None:
                 self.memory.add(self.low.position_w[new_ids], self.low.quat_wxyz[new_ids], self.ranges[new_ids], new_ids)
         policy = compute_navigate_observation(self.observation_terms, self.observation_inputs())
+        if self.trail is not None:  # after the observation: the trail holds where the robot was, not where it is
+            self.trail.add_points_w(self.low.position_w)
         low, r = self.low, self.room
         xy = low.position_w[:, :2]
         geo = self.pool.geodesic_at(r, xy)

@@ -59,6 +59,21 @@ class NavigateMemoryCfg:
 
 
 @dataclass
+class NavigateTrailCfg:
+    """The trail (the observation's ``trail_yaw`` sectors): the robot's own earlier positions, one added after each
+    decision, read as the nearest per sector around it (where the level has already been)."""
+
+    enabled: bool = False
+    capacity: int = 64
+    """Positions kept (a ring): 64 at 0.3 m spacing is 19 m of path, more than a 30 s flight leaves."""
+    min_spacing_m: float = 0.3
+    """A position this close to a kept one is not added (hovering in place adds nothing)."""
+    sectors: int = 8
+    range_m: float = 3.0
+    """A sector with no nearer earlier position reads this."""
+
+
+@dataclass
 class NavigateEnvCfg:
     skill_path: str = "models/crazyflie_goto.onnx"
     """The frozen goto skill (exported ONNX with its contract)."""
@@ -91,5 +106,6 @@ class NavigateEnvCfg:
     native: bool | None = None
     """The goto environment's native C step (None: when a C compiler is there)."""
     memory: NavigateMemoryCfg = field(default_factory=NavigateMemoryCfg)
+    trail: NavigateTrailCfg = field(default_factory=NavigateTrailCfg)
     rewards: NavigateRewardsCfg = field(default_factory=NavigateRewardsCfg)
     curriculum: NavigateCurriculumCfg = field(default_factory=NavigateCurriculumCfg)

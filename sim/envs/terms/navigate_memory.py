@@ -38,6 +38,15 @@ class TorchRangeMemory:
         return cls(MemoryGeometry.of(spec.sensors, sensors), spec.capacity, spec.min_spacing_m, spec.sectors, spec.range_m,
                    num_envs, device, dtype)
 
+    @classmethod
+    def for_positions(cls, spec, num_envs: int, device="cpu", dtype: torch.dtype = torch.float32) -> "TorchRangeMemory":
+        """A ring of the robot's own positions (a contract's TrailSpec: capacity, spacing, sectors, range), written with
+        :meth:`add_points_w` only."""
+        import numpy as np
+
+        none = MemoryGeometry((), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
+        return cls(none, spec.capacity, spec.min_spacing_m, spec.sectors, spec.range_m, num_envs, device, dtype)
+
     def reset(self, ids: torch.Tensor | None = None) -> None:
         if ids is None:
             self.points_w.fill_(FAR_M)
@@ -56,6 +65,25 @@ class TorchRangeMemory:
         else:
             self._add(self.points_w, self.count, position_w, quat_wxyz, ranges_m)
 
+    def add_points_w(self, points_w: torch.Tensor, ids: torch.Tensor | None = None) -> None:
+        """Remember one horizontal world point per environment (of ``ids``; None: all), as ``add`` writes a sensor's
+        hit (the ring, ``min_spacing_m``): the twin of ``RangeMemory.add_points_w`` with one point each, all kept."""
+        pts = points_w[:, :2].to(self.points_w.dtype)
+        if ids is not None:
+            points, count = self.points_w[ids], self.count[ids]
+            self._write(points, count, pts, torch.ones(len(pts), dtype=torch.bool, device=pts.device))
+            self.points_w[ids], self.count[ids] = points, count
+        else:
+            self._write(self.points_w, self.count, pts, torch.ones(len(pts), dtype=torch.bool, device=pts.device))
+
+    def _write(self, points_w: torch.Tensor, count: torch.Tensor, point: torch.Tensor, hit: torch.Tensor) -> None:
+        nearest = ((points_w - point[:, None]) ** 2).sum(-1).sqrt().amin(dim=1)
+        write = hit & (nearest >= self.min_spacing_m)
+        slot = count % self.capacity
+        rows = torch.nonzero(write).squeeze(-1)
+        points_w[rows, slot[write]] = point[write]
+        count += write.long()
+
     def _add(self, points_w: torch.Tensor, count: torch.Tensor, position_w, quat_wxyz, ranges_m) -> None:
         p = position_w.to(self.points_w.dtype)
         rot = rotation_matrix_from_quat(quat_wxyz.to(self.points_w.dtype))
@@ -66,12 +94,7 @@ class TorchRangeMemory:
             r = torch.where(hit, r, torch.zeros_like(r))
             local = self.offsets_b[j][None] + r[:, None] * self.directions_b[j][None]
             point = p[:, :2] + torch.einsum("nij,nj->ni", rot, local)[:, :2]
-            nearest = ((points_w - point[:, None]) ** 2).sum(-1).sqrt().amin(dim=1)
-            write = hit & (nearest >= self.min_spacing_m)
-            slot = count % self.capacity
-            rows = torch.nonzero(write).squeeze(-1)
-            points_w[rows, slot[write]] = point[write]
-            count += write.long()
+            self._write(points_w, count, point, hit)
 
     def sectors(self, position_w: torch.Tensor, quat_wxyz: torch.Tensor) -> torch.Tensor:
         p = position_w.to(self.points_w.dtype)

@@ -49,8 +49,13 @@ def range_memory_yaw(x: Inputs) -> torch.Tensor:
     return x["range_memory_yaw"]
 
 
+def trail_yaw(x: Inputs) -> torch.Tensor:
+    """The trail's sectors (a TorchRangeMemory of earlier positions), read by the environment that keeps it."""
+    return x["trail_yaw"]
+
+
 NAVIGATE_TERMS: dict[str, Callable[[Inputs], torch.Tensor]] = {
-    f.__name__: f for f in (goal_yaw, ranges_m, velocity_yaw, last_subgoal_yaw, range_memory_yaw)
+    f.__name__: f for f in (goal_yaw, ranges_m, velocity_yaw, last_subgoal_yaw, range_memory_yaw, trail_yaw)
 }
 
 
