@@ -133,7 +133,7 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
 
     from sim.envs.nav_rooms import RoomPool
     from sim.envs.navigate_env import NavigateEnv
-    from sim.envs.navigate_env_cfg import NavigateEnvCfg
+    from sim.envs.navigate_env_cfg import NavigateEnvCfg, NavigateTrailCfg
     from sim.navigate_baselines import SymbolicCarrot
 
     pool = RoomPool.from_rooms(rooms)
@@ -145,9 +145,7 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
         cfg = NavigateEnvCfg(skill_path=str(skill_path), randomize=randomize, episode_length_s=episode_length_s,
                              randomization=dict(randomization))
         cfg.curriculum.enabled = False
-        if trail is not None:
-            cfg.trail.enabled, cfg.trail.capacity, cfg.trail.min_spacing_m = True, trail.capacity, trail.min_spacing_m
-            cfg.trail.sectors, cfg.trail.range_m = trail.sectors, trail.range_m
+        cfg.trail = NavigateTrailCfg.of(trail)
         env = NavigateEnv(cfg, num_envs=len(rooms), seed=seed, pool=pool)
         env.forced_rooms = torch.arange(len(rooms))
         finished = torch.zeros(len(rooms), dtype=torch.bool)
@@ -159,9 +157,9 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
         obs = env.reset()
         records: list[dict | None] = [None] * len(rooms)
         infer_s, decisions = 0.0, 0
-        trail: list[torch.Tensor] = []  # (N, 2) at every decision: a time-out's last seconds say dead end or not
+        visited_xy: list[torch.Tensor] = []  # (N, 2) at every decision: a time-out's last seconds say dead end or not
         while not finished.all():
-            trail.append(env.low.position_w[:, :2].clone())
+            visited_xy.append(env.low.position_w[:, :2].clone())
             t = time.perf_counter()
             actions = planner(env, obs["policy"])
             infer_s += time.perf_counter() - t
@@ -169,7 +167,7 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
             obs, _, dones, extras = env.step(actions)
             e = extras["episode_end"]
             ended = torch.nonzero(dones.bool() & ~finished).squeeze(-1).tolist()
-            flown = torch.stack(trail).numpy() if ended else None
+            flown = torch.stack(visited_xy).numpy() if ended else None
             for i in ended:
                 path_xy = np.vstack((flown[:, i], np.asarray(e["end_position_w"][i][:2], dtype=np.float64)[None]))
                 records[i] = {"room": rooms[i].name, "density": rooms[i].density, "success": bool(e["success"][i]),

@@ -72,6 +72,14 @@ class NavigateTrailCfg:
     range_m: float = 3.0
     """A sector with no nearer earlier position reads this."""
 
+    @classmethod
+    def of(cls, spec) -> "NavigateTrailCfg":
+        """The trail a level's contract names (its ``trail``, a TrailSpec; None: off): an evaluation builds it."""
+        if spec is None:
+            return cls(enabled=False)
+        return cls(enabled=True, capacity=spec.capacity, min_spacing_m=spec.min_spacing_m, sectors=spec.sectors,
+                   range_m=spec.range_m)
+
 
 @dataclass
 class NavigateEnvCfg:
