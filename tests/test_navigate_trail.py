@@ -21,7 +21,7 @@ from sim.envs.navigate_env import NavigateEnv
 from sim.envs.navigate_env_cfg import NavigateEnvCfg
 from sim.envs.terms.navigate_memory import TorchRangeMemory
 
-from test_navigate_memory import _assert_sectors_agree
+from test_navigate_memory import _assert_sectors_agree, reset_some_and_compare
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -49,12 +49,7 @@ def test_numpy_and_torch_trails_agree_step_by_step(seed):
         else:
             ours.add_points_w(pos[:, None, :2], np.ones((n, 1), dtype=bool))
             theirs.add_points_w(torch.from_numpy(pos))
-        if rng.random() < 0.1:
-            ids = np.sort(rng.choice(n, 3, replace=False))
-            ours.reset(ids)
-            theirs.reset(torch.from_numpy(ids))
-        np.testing.assert_array_equal(ours.count, theirs.count.numpy(), err_msg=f"step {step}")
-        np.testing.assert_allclose(ours.points_w, theirs.points_w.numpy(), atol=1e-9, err_msg=f"step {step}")
+        reset_some_and_compare(rng, ours, theirs, n, step)
     assert ours.count.max() > spec.capacity  # the ring wrapped
 
 
