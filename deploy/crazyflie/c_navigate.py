@@ -202,7 +202,7 @@ def generate_navigate_c(contract: NavigateContract, sensors: Sequence[RangeSenso
  * {mem.update_rate_hz if mem else rate:g} Hz. Not a stabilizer-loop rate: run it in its own task. */
 #define NAV_DECISION_PERIOD_MS {int(round(1000.0 / rate))}
 
-/* Forget the range memory, the readings, the last subgoal and the trail (a new task or goal). */
+/* Forget the range memory, the readings, the last subgoal and the trail if the level keeps one (a new task or goal). */
 void navReset(void);
 
 /* The latest reading of every ranger (m, contract order) with the pose it was taken at: position (m, world
