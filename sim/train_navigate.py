@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "sensors, memory); the critic starts fresh (see --critic-warmup); not with --resume")
     p.add_argument("--trail", action="store_true",
                    help="the level also observes its trail (the trail_yaw term: its own earlier positions, nearest per sector; "
-                        "NavigateTrailCfg); with --init-onnx of a level without it, the trail's inputs start at zero weight")
+                        "NavigateTrailCfg); with --init-onnx of a level without it, the trail's inputs start at zero weight (an "
+                        "--init-onnx level that keeps a trail is fine-tuned with its own, --trail or not)")
     p.add_argument("--init-std", type=float, default=0.2, help="the exploration std of an --init-onnx actor")
     p.add_argument("--critic-warmup", type=int, default=0, metavar="N",
                    help="first N PPO iterations train the critic only (the actor frozen): a fresh critic under a trained actor")
@@ -112,6 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     cfg = NavigateEnvCfg(skill_path=args.skill, rooms_per_density=args.rooms_per_density)
     cfg.curriculum.enabled = not args.no_curriculum
     cfg.trail.enabled = args.trail
+    if args.init_onnx:  # a level that keeps a trail fine-tunes with it (the run must observe what the file does)
+        from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
+        from robot_hrl.runtime import read_model_metadata
+        from sim.envs.navigate_env_cfg import NavigateTrailCfg
+
+        own = NavigateContract.from_json(read_model_metadata(args.init_onnx).get(NAVIGATE_METADATA_KEY))
+        if own.trail is not None:
+            cfg.trail = NavigateTrailCfg.of(own.trail)
     cfg.rewards.proximity_source = args.proximity
     if args.proximity_weight is not None:
         cfg.rewards.proximity_weight = args.proximity_weight

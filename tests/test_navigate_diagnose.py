@@ -76,9 +76,9 @@ def test_its_flights_are_the_evaluations(repo_root):
     model, skill = repo_root / "models/crazyflie_navigate.onnx", repo_root / "models/crazyflie_goto.onnx"
     rooms = [generate_room(d, 1_000_000_000 + i, "eval") for d in ("medium", "dense") for i in range(2)]
     records = run(str(model), str(skill), rooms)
-    _, session = load_learned(model, skill)
+    contract, session = load_learned(model, skill)
     planner = {"learned": lambda env, obs: torch.from_numpy(session.run(None, {"obs": obs.numpy().astype(np.float32)})[0])}
-    reference = evaluate_batched(planner, rooms, skill)["learned"]["episodes"]
+    reference = evaluate_batched(planner, rooms, skill, trail=contract.trail)["learned"]["episodes"]
     assert [(r["room"], r["success"], r["collided"], r["time_out"]) for r in records] == \
         [(r["room"], r["success"], r["collided"], r["time_out"]) for r in reference]
     for r in records:

@@ -69,7 +69,7 @@ def test_the_shielded_evaluation_flies_the_level_and_reports_the_shield(rooms, r
     shield's own ranger stream leaves the level's observation untouched (the first decision is the unshielded one's)."""
     from sim.evaluate_navigate import batched_planners, load_learned
 
-    _, session = load_learned(repo_root / "models/crazyflie_navigate.onnx", repo_root / SKILL)
+    contract, session = load_learned(repo_root / "models/crazyflie_navigate.onnx", repo_root / SKILL)
     first = {}
 
     def recording(name):
@@ -82,9 +82,9 @@ def test_the_shielded_evaluation_flies_the_level_and_reports_the_shield(rooms, r
 
     randomization = {"battery_open_circuit_range_v": (3.7, 4.2)}
     out = evaluate_batched({"learned": recording("shielded")}, rooms[:2], repo_root / SKILL, seed=3, episode_length_s=4.0,
-                           shielded=True)
+                           shielded=True, trail=contract.trail)
     evaluate_batched({"learned": recording("bare")}, rooms[:2], repo_root / SKILL, seed=3, episode_length_s=4.0,
-                     randomization=randomization)
+                     randomization=randomization, trail=contract.trail)
     assert torch.equal(first["shielded"], first["bare"])
     for e in out["learned"]["episodes"]:
         assert e["shielded"] and e["shield_ticks"] > 0 and isinstance(e["interventions"], dict)

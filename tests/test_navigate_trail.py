@@ -4,6 +4,7 @@ carries it; a level trained without it warm-starts a run with it, acting exactly
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -105,8 +106,8 @@ def test_the_contract_carries_the_trail_and_refuses_a_term_without_it(trail_env)
         NavigateContract.from_json(json.dumps(broken))
 
 
-def test_a_level_without_the_trail_warm_starts_a_run_with_it(trail_env, repo_root):
-    """The shipped level (no trail) starts a trail run: the trail's inputs at zero weight, so the actor acts as the file
+def test_a_level_without_the_trail_warm_starts_a_run_with_it(trail_env, tmp_path):
+    """A level without the trail starts a trail run: the trail's inputs at zero weight, so the actor acts as the file
     does (onnxruntime on the observation without the trail), whatever the trail reads."""
     import onnxruntime as ort
     from rsl_rl.runners import OnPolicyRunner
@@ -114,8 +115,22 @@ def test_a_level_without_the_trail_warm_starts_a_run_with_it(trail_env, repo_roo
     from sim.agents.ppo_navigate import ppo_navigate_cfg
     from sim.agents.warm_start import warm_start_navigate
 
+    from deploy.onnx_export.navigate import export_navigate
+
     env = trail_env
-    model = repo_root / "models/crazyflie_navigate.onnx"
+    # a level without the trail: an untrained actor of a run without it, exported as any run is
+    plain_cfg = NavigateEnvCfg(skill_path=env.cfg.skill_path, randomize=False)
+    plain = NavigateEnv(plain_cfg, num_envs=2, pool=env.pool)
+    run = tmp_path / "plain"
+    run.mkdir()
+    (run / "navigate_contract.json").write_text(plain.contract.to_json())
+    (run / "train_cfg.json").write_text(json.dumps(ppo_navigate_cfg()))
+    torch.manual_seed(5)
+    OnPolicyRunner(plain, ppo_navigate_cfg(), log_dir=None, device="cpu").save(str(run / "model_0.pt"))
+    model = export_navigate(run, tmp_path / "plain.onnx")
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+    from robot_hrl.runtime import read_model_metadata
+    assert NavigateContract.from_json(read_model_metadata(model)[NAVIGATE_METADATA_KEY]).trail is None
     runner = OnPolicyRunner(env, ppo_navigate_cfg(), log_dir=None, device="cpu")
     warm_start_navigate(model, runner.alg.actor, env.contract, std=0.15)
     obs = env.reset()
