@@ -106,7 +106,7 @@ def check_navigate_contract(contract: NavigateContract, sensors: Sequence[RangeS
         raise CodegenError("the contract keeps a trail but observes no trail_yaw term; re-export the level")
 
 
-def _sectors_c(name: str, ring: str, capacity: str, sectors: str, range_m: float, what: str) -> str:
+def _sectors_c(name: str, ring: str, capacity: str, sectors: str, n_sectors: int, range_m: float, what: str) -> str:
     """C of a ring's reading (RangeMemory.sectors): the nearest point per sector around the robot, sector k centred on
     the bearing 2 pi k / sectors in the yaw frame (0 ahead, counter-clockwise), ``range_m`` when it holds none nearer.
     One generator for the range memory and the trail (both are RangeMemory rings in Python)."""
@@ -125,7 +125,7 @@ static void {name}(const float position_w[3], float yc, float ys, float out[{sec
     if (!(d < {c_float(range_m)})) {{
       continue;  /* reads range_m: lowers no sector */
     }}
-    int k = (int)floorf(atan2f(y, x) / {{width}} + 0.5f) % {sectors};
+    int k = (int)floorf(atan2f(y, x) / {c_float(2.0 * math.pi / n_sectors)} + 0.5f) % {sectors};
     k = k < 0 ? k + {sectors} : k;
     out[k] = d < out[k] ? d : out[k];
   }}
@@ -247,8 +247,8 @@ static const float navMemoryMax[{j}] = {{{", ".join(c_float_at_least(v) for v in
     sense_body = "  (void)position_w;\n  (void)quat_wxyz;\n  return true;"
     sectors_fn = trail_state = trail_reset = trail_add = ""
     if trail is not None:
-        sectors_fn += _sectors_c("nav_trail_sectors", "navTrail", "NAV_TRAIL_CAPACITY", "NAV_TRAIL_SECTORS", trail.range_m,
-                                 "The trail").replace("{width}", c_float(2.0 * math.pi / trail.sectors))
+        sectors_fn = _sectors_c("nav_trail_sectors", "navTrail", "NAV_TRAIL_CAPACITY", "NAV_TRAIL_SECTORS", trail.sectors,
+                                trail.range_m, "The trail")
         trail_state = ("static float navTrail[NAV_TRAIL_CAPACITY][2];     /* the robot's earlier positions, world x y (m) */\n"
                        "static uint32_t navTrailCount;                     /* positions written */\n")
         trail_reset = f"""  for (int m = 0; m < NAV_TRAIL_CAPACITY; ++m) {{
@@ -285,8 +285,8 @@ static const float navMemoryMax[{j}] = {{{", ".join(c_float_at_least(v) for v in
 {_ring_write_c("navMemory", "navMemoryCount", "NAV_MEMORY_CAPACITY", mem.min_spacing_m, "    ")}
   }}
   return true;"""
-        sectors_fn = _sectors_c("nav_sectors", "navMemory", "NAV_MEMORY_CAPACITY", "NAV_MEMORY_SECTORS", mem.range_m,
-                                "The range memory").replace("{width}", c_float(2.0 * math.pi / sectors)) + sectors_fn
+        sectors_fn = _sectors_c("nav_sectors", "navMemory", "NAV_MEMORY_CAPACITY", "NAV_MEMORY_SECTORS", sectors,
+                                mem.range_m, "The range memory") + sectors_fn
 
     term_c = {  # C per term; {o}, {o1}, {o2}: the term's first, second, third index in obs
         "goal_yaw": ("  {\n    const float dx = goal_w[0] - position_w[0], dy = goal_w[1] - position_w[1];\n"

@@ -220,7 +220,7 @@ def navigate_io_cost(contract) -> NavigateIoCost:
     """Worst-case memory and observation work per decision of a navigate contract (robot_hrl.contract.navigate): the
     range memory's spacing checks and sector reads, and the trail's (one position against every slot, every slot
     binned; the same loops, c_navigate.py's ``_ring_write_c`` and ``_sectors_c``)."""
-    mem, trail = contract.memory, getattr(contract, "trail", None)
+    mem, trail = contract.memory, contract.trail
     checks = len(mem.sensors) * mem.capacity if mem is not None else 0
     points = mem.capacity if mem is not None else 0
     if trail is not None:

@@ -59,6 +59,11 @@ class MemoryGeometry:
     max_range_m: np.ndarray
 
     @classmethod
+    def none(cls) -> "MemoryGeometry":
+        """No sensor: a ring written with ``add_points_w`` only (the trail of the robot's own positions)."""
+        return cls((), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
+
+    @classmethod
     def of(cls, memory_sensors: Sequence[str], sensors: Sequence[RangeSensorSpec]) -> "MemoryGeometry":
         by_name = {s.name: (i, s) for i, s in enumerate(sensors)}
         missing = [n for n in memory_sensors if n not in by_name]
@@ -94,8 +99,7 @@ class RangeMemory:
     def for_positions(cls, spec, num_envs: int = 1) -> "RangeMemory":
         """A ring of the robot's own earlier positions (a contract's TrailSpec: capacity, spacing, sectors, range; the
         ``trail_yaw`` term), written with :meth:`add_points_w` only: no sensor feeds it."""
-        none = MemoryGeometry((), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
-        return cls(none, spec.capacity, spec.min_spacing_m, spec.sectors, spec.range_m, num_envs)
+        return cls(MemoryGeometry.none(), spec.capacity, spec.min_spacing_m, spec.sectors, spec.range_m, num_envs)
 
     def reset(self, ids=None) -> None:
         """Forget everything (of environments ``ids``; None: all)."""

@@ -42,10 +42,7 @@ class TorchRangeMemory:
     def for_positions(cls, spec, num_envs: int, device="cpu", dtype: torch.dtype = torch.float32) -> "TorchRangeMemory":
         """A ring of the robot's own positions (a contract's TrailSpec: capacity, spacing, sectors, range), written with
         :meth:`add_points_w` only."""
-        import numpy as np
-
-        none = MemoryGeometry((), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
-        return cls(none, spec.capacity, spec.min_spacing_m, spec.sectors, spec.range_m, num_envs, device, dtype)
+        return cls(MemoryGeometry.none(), spec.capacity, spec.min_spacing_m, spec.sectors, spec.range_m, num_envs, device, dtype)
 
     def reset(self, ids: torch.Tensor | None = None) -> None:
         if ids is None:
@@ -69,12 +66,13 @@ class TorchRangeMemory:
         """Remember one horizontal world point per environment (of ``ids``; None: all), as ``add`` writes a sensor's
         hit (the ring, ``min_spacing_m``): the twin of ``RangeMemory.add_points_w`` with one point each, all kept."""
         pts = points_w[:, :2].to(self.points_w.dtype)
-        if ids is not None:
-            points, count = self.points_w[ids], self.count[ids]
-            self._write(points, count, pts, torch.ones(len(pts), dtype=torch.bool, device=pts.device))
-            self.points_w[ids], self.count[ids] = points, count
-        else:
-            self._write(self.points_w, self.count, pts, torch.ones(len(pts), dtype=torch.bool, device=pts.device))
+        keep = torch.ones(len(pts), dtype=torch.bool, device=pts.device)
+        if ids is None:
+            self._write(self.points_w, self.count, pts, keep)
+            return
+        points, count = self.points_w[ids], self.count[ids]
+        self._write(points, count, pts, keep)
+        self.points_w[ids], self.count[ids] = points, count
 
     def _write(self, points_w: torch.Tensor, count: torch.Tensor, point: torch.Tensor, hit: torch.Tensor) -> None:
         nearest = ((points_w - point[:, None]) ** 2).sum(-1).sqrt().amin(dim=1)
