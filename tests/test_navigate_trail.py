@@ -143,3 +143,22 @@ def test_a_level_without_the_trail_warm_starts_a_run_with_it(trail_env, tmp_path
     with torch.no_grad():
         got = runner.alg.actor(obs.__class__({"policy": x, "critic": obs["critic"]}, batch_size=obs.batch_size))
     np.testing.assert_allclose(got.clamp(-1.0, 1.0).numpy(), ref, atol=2e-6)
+
+
+def test_a_malformed_trail_is_refused_with_its_fix(trail_env):
+    """A trail whose ring holds nothing, or a contract keeping a trail the level does not observe (which the onboard C
+    would keep for nothing), is refused with what to do."""
+    import json
+
+    from deploy.crazyflie.c_navigate import check_navigate_contract
+    from deploy.crazyflie.errors import CodegenError
+
+    data = json.loads(trail_env.contract.to_json())
+    data["trail"]["capacity"] = 0
+    with pytest.raises(ContractError, match=r"(?s)malformed.*trail.capacity.*greater than 0.*re-export the model"):
+        NavigateContract.from_json(json.dumps(data))
+    data = json.loads(trail_env.contract.to_json())
+    data["observations"] = [t for t in data["observations"] if t["name"] != "trail_yaw"]
+    unused = NavigateContract.from_json(json.dumps(data))
+    with pytest.raises(CodegenError, match="keeps a trail but observes no trail_yaw term; re-export the level"):
+        check_navigate_contract(unused, trail_env.sensors)
