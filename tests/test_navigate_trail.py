@@ -1,6 +1,7 @@
 """The level's trail (the ``trail_yaw`` term: its own earlier positions, nearest per sector): the numpy twin (the
 planner node's ``LearnedNavigator``) and the torch twin (the batched environment's) agree step by step; the contract
-carries it; a level trained without it warm-starts a run with it, acting exactly as before."""
+carries it; a level trained without it warm-starts a run with it, acting exactly as before; a level that keeps one
+fine-tunes with its own (``--init-onnx``)."""
 
 from __future__ import annotations
 
@@ -162,3 +163,45 @@ def test_a_malformed_trail_is_refused_with_its_fix(trail_env):
     unused = NavigateContract.from_json(json.dumps(data))
     with pytest.raises(CodegenError, match="keeps a trail but observes no trail_yaw term; re-export the level"):
         check_navigate_contract(unused, trail_env.sensors)
+
+
+def test_init_onnx_of_a_trail_level_fine_tunes_with_its_own_trail(repo_root, tmp_path):
+    """``sim/train_navigate.py --init-onnx`` of a level that keeps a trail runs with that trail (its own ring, spacing,
+    sectors and range, not the defaults), without ``--trail``: the run observes what the file does, and its export
+    names the same trail."""
+    import subprocess
+    import sys
+
+    from rsl_rl.runners import OnPolicyRunner
+
+    from deploy.onnx_export.navigate import export_navigate
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+    from robot_hrl.runtime import read_model_metadata
+    from sim.agents.ppo_navigate import ppo_navigate_cfg
+
+    pool = RoomPool.from_rooms([generate_room("dense", 0)])
+    cfg = NavigateEnvCfg(skill_path=str(repo_root / "models/crazyflie_goto.onnx"), randomize=False)
+    cfg.trail.enabled, cfg.trail.capacity, cfg.trail.min_spacing_m, cfg.trail.range_m = True, 24, 0.45, 2.5
+    env = NavigateEnv(cfg, num_envs=2, pool=pool)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "navigate_contract.json").write_text(env.contract.to_json())
+    (src / "train_cfg.json").write_text(json.dumps(ppo_navigate_cfg()))
+    torch.manual_seed(3)
+    OnPolicyRunner(env, ppo_navigate_cfg(), log_dir=None, device="cpu").save(str(src / "model_0.pt"))
+    level = export_navigate(src, tmp_path / "trail_level.onnx")
+    own = NavigateContract.from_json(read_model_metadata(level)[NAVIGATE_METADATA_KEY]).trail
+    assert own == TrailSpec(capacity=24, min_spacing_m=0.45, sectors=8, range_m=2.5)
+
+    run = tmp_path / "run"
+    out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(run), "--num-envs", "4",
+                          "--init-onnx", str(level), "--max-iterations", "1", "--dagger-iterations", "0",
+                          "--rooms-per-density", "1", "--threads", "1", "--start-level", "2",
+                          "--export", str(tmp_path / "tuned.onnx")],
+                         capture_output=True, text=True, cwd=repo_root)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert NavigateContract.from_json((run / "navigate_contract.json").read_text()).trail == own
+    assert json.loads((run / "navigate_env_cfg.json").read_text())["trail"] == {
+        "enabled": True, "capacity": 24, "min_spacing_m": 0.45, "sectors": 8, "range_m": 2.5}
+    tuned = NavigateContract.from_json(read_model_metadata(tmp_path / "tuned.onnx")[NAVIGATE_METADATA_KEY])
+    assert tuned.trail == own and tuned.observations[-1].name == "trail_yaw"
