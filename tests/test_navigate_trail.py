@@ -116,19 +116,11 @@ def test_a_level_without_the_trail_warm_starts_a_run_with_it(trail_env, tmp_path
     from sim.agents.ppo_navigate import ppo_navigate_cfg
     from sim.agents.warm_start import warm_start_navigate
 
-    from deploy.onnx_export.navigate import export_navigate
-
     env = trail_env
     # a level without the trail: an untrained actor of a run without it, exported as any run is
     plain_cfg = NavigateEnvCfg(skill_path=env.cfg.skill_path, randomize=False)
     plain = NavigateEnv(plain_cfg, num_envs=2, pool=env.pool)
-    run = tmp_path / "plain"
-    run.mkdir()
-    (run / "navigate_contract.json").write_text(plain.contract.to_json())
-    (run / "train_cfg.json").write_text(json.dumps(ppo_navigate_cfg()))
-    torch.manual_seed(5)
-    OnPolicyRunner(plain, ppo_navigate_cfg(), log_dir=None, device="cpu").save(str(run / "model_0.pt"))
-    model = export_navigate(run, tmp_path / "plain.onnx")
+    model = _export_untrained_level(plain, tmp_path / "plain", seed=5)
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
     from robot_hrl.runtime import read_model_metadata
     assert NavigateContract.from_json(read_model_metadata(model)[NAVIGATE_METADATA_KEY]).trail is None
@@ -172,24 +164,13 @@ def test_init_onnx_of_a_trail_level_fine_tunes_with_its_own_trail(repo_root, tmp
     import subprocess
     import sys
 
-    from rsl_rl.runners import OnPolicyRunner
-
-    from deploy.onnx_export.navigate import export_navigate
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
     from robot_hrl.runtime import read_model_metadata
-    from sim.agents.ppo_navigate import ppo_navigate_cfg
 
     pool = RoomPool.from_rooms([generate_room("dense", 0)])
     cfg = NavigateEnvCfg(skill_path=str(repo_root / "models/crazyflie_goto.onnx"), randomize=False)
     cfg.trail.enabled, cfg.trail.capacity, cfg.trail.min_spacing_m, cfg.trail.range_m = True, 24, 0.45, 2.5
-    env = NavigateEnv(cfg, num_envs=2, pool=pool)
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "navigate_contract.json").write_text(env.contract.to_json())
-    (src / "train_cfg.json").write_text(json.dumps(ppo_navigate_cfg()))
-    torch.manual_seed(3)
-    OnPolicyRunner(env, ppo_navigate_cfg(), log_dir=None, device="cpu").save(str(src / "model_0.pt"))
-    level = export_navigate(src, tmp_path / "trail_level.onnx")
+    level = _export_untrained_level(NavigateEnv(cfg, num_envs=2, pool=pool), tmp_path / "src", seed=3)
     own = NavigateContract.from_json(read_model_metadata(level)[NAVIGATE_METADATA_KEY]).trail
     assert own == TrailSpec(capacity=24, min_spacing_m=0.45, sectors=8, range_m=2.5)
 
@@ -205,3 +186,18 @@ def test_init_onnx_of_a_trail_level_fine_tunes_with_its_own_trail(repo_root, tmp
         "enabled": True, "capacity": 24, "min_spacing_m": 0.45, "sectors": 8, "range_m": 2.5}
     tuned = NavigateContract.from_json(read_model_metadata(tmp_path / "tuned.onnx")[NAVIGATE_METADATA_KEY])
     assert tuned.trail == own and tuned.observations[-1].name == "trail_yaw"
+
+
+def _export_untrained_level(env, run, seed: int):
+    """An untrained actor of a run over ``env`` (its contract), saved and exported as any run is: ``run``.onnx."""
+    from rsl_rl.runners import OnPolicyRunner
+
+    from deploy.onnx_export.navigate import export_navigate
+    from sim.agents.ppo_navigate import ppo_navigate_cfg
+
+    run.mkdir()
+    (run / "navigate_contract.json").write_text(env.contract.to_json())
+    (run / "train_cfg.json").write_text(json.dumps(ppo_navigate_cfg()))
+    torch.manual_seed(seed)
+    OnPolicyRunner(env, ppo_navigate_cfg(), log_dir=None, device="cpu").save(str(run / "model_0.pt"))
+    return export_navigate(run, run.with_suffix(".onnx"))
