@@ -114,11 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     cfg.curriculum.enabled = not args.no_curriculum
     cfg.trail.enabled = args.trail
     if args.init_onnx:  # a level that keeps a trail fine-tunes with it (the run must observe what the file does)
-        from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
-        from robot_hrl.runtime import read_model_metadata
+        from sim.agents.warm_start import navigate_contract_of
         from sim.envs.navigate_env_cfg import NavigateTrailCfg
 
-        own = NavigateContract.from_json(read_model_metadata(args.init_onnx).get(NAVIGATE_METADATA_KEY))
+        own = navigate_contract_of(Path(args.init_onnx))
         if own.trail is not None:
             cfg.trail = NavigateTrailCfg.of(own.trail)
     cfg.rewards.proximity_source = args.proximity

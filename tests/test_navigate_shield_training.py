@@ -75,6 +75,9 @@ def test_a_file_without_a_contract_is_refused(repo_root, tmp_path):
     contract = _contract(repo_root)
     with pytest.raises(SystemExit, match="carries no navigate contract.*give an exported navigate level"):
         warm_start_navigate(tmp_path / "bare.onnx", _actor(contract), contract)
+    out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(tmp_path / "run"), "--init-onnx",
+                          str(tmp_path / "bare.onnx")], capture_output=True, text=True, cwd=repo_root)
+    assert out.returncode != 0 and "carries no navigate contract" in out.stderr and "Traceback" not in out.stderr
 
 
 def _fly(repo_root, rooms, weight: float, decisions: int):

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from robot_hrl.contract.navigate import NavigateContract, TrailSpec
+from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract, TrailSpec
 from robot_hrl.errors import ContractError
 from robot_hrl.geometry import quat_from_euler_rpy
 from robot_hrl.planning.learned import LearnedNavigator
+from robot_hrl.runtime import read_model_metadata
 from robot_hrl.sensing.memory import RangeMemory
 from robot_hrl.world.rooms import generate_room
 from sim.envs.nav_rooms import RoomPool
@@ -102,7 +103,6 @@ def test_the_contract_carries_the_trail_and_refuses_a_term_without_it(trail_env)
     broken["trail"] = None
     with pytest.raises(ValueError, match="trail_yaw needs the contract's trail section"):
         NavigateContract.model_validate(broken)
-    import json
     with pytest.raises(ContractError, match="malformed"):
         NavigateContract.from_json(json.dumps(broken))
 
@@ -121,8 +121,6 @@ def test_a_level_without_the_trail_warm_starts_a_run_with_it(trail_env, tmp_path
     plain_cfg = NavigateEnvCfg(skill_path=env.cfg.skill_path, randomize=False)
     plain = NavigateEnv(plain_cfg, num_envs=2, pool=env.pool)
     model = _export_untrained_level(plain, tmp_path / "plain", seed=5)
-    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
-    from robot_hrl.runtime import read_model_metadata
     assert NavigateContract.from_json(read_model_metadata(model)[NAVIGATE_METADATA_KEY]).trail is None
     runner = OnPolicyRunner(env, ppo_navigate_cfg(), log_dir=None, device="cpu")
     warm_start_navigate(model, runner.alg.actor, env.contract, std=0.15)
@@ -141,8 +139,6 @@ def test_a_level_without_the_trail_warm_starts_a_run_with_it(trail_env, tmp_path
 def test_a_malformed_trail_is_refused_with_its_fix(trail_env):
     """A trail whose ring holds nothing, or a contract keeping a trail the level does not observe (which the onboard C
     would keep for nothing), is refused with what to do."""
-    import json
-
     from deploy.crazyflie.c_navigate import check_navigate_contract
     from deploy.crazyflie.errors import CodegenError
 
@@ -163,9 +159,6 @@ def test_init_onnx_of_a_trail_level_fine_tunes_with_its_own_trail(repo_root, tmp
     names the same trail."""
     import subprocess
     import sys
-
-    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
-    from robot_hrl.runtime import read_model_metadata
 
     pool = RoomPool.from_rooms([generate_room("dense", 0)])
     cfg = NavigateEnvCfg(skill_path=str(repo_root / "models/crazyflie_goto.onnx"), randomize=False)

@@ -54,18 +54,26 @@ def fill_actor(actor: dict, weights: dict, std: float, normalizer_count: float) 
     actor["distribution.std_param"] = torch.full_like(actor["distribution.std_param"], std)
 
 
+def navigate_contract_of(onnx_path: Path, meta: dict | None = None):
+    """The ``NavigateContract`` an exported level carries (``meta``: its metadata, when already read); SystemExit
+    naming the fix when the file carries none (a skill, not a level)."""
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
+
+    if meta is None:
+        meta = exported_actor(onnx_path)[1]
+    if NAVIGATE_METADATA_KEY not in meta:
+        raise SystemExit(f"{onnx_path} carries no navigate contract ({NAVIGATE_METADATA_KEY!r}): give an exported "
+                         "navigate level (deploy/onnx_export/navigate.py), not a skill")
+    return NavigateContract.from_json(meta[NAVIGATE_METADATA_KEY])
+
+
 def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, normalizer_count: float = 1e12) -> None:
     """Load an exported ``navigate`` level into a training run's actor (``runner.alg.actor``), in place: the level's
     fine-tune starts from the shipped file when its checkpoints are gone. ``contract``: the run's own
     ``NavigateContract``; the file's must be the same (observation, action, lower skill, sensors, memory, rates), or
     it is refused."""
-    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
-
     weights, meta = exported_actor(onnx_path)
-    if NAVIGATE_METADATA_KEY not in meta:
-        raise SystemExit(f"{onnx_path} carries no navigate contract ({NAVIGATE_METADATA_KEY!r}): give an exported "
-                         "navigate level (deploy/onnx_export/navigate.py), not a skill")
-    own = NavigateContract.from_json(meta[NAVIGATE_METADATA_KEY])
+    own = navigate_contract_of(onnx_path, meta)
     differ = [name for name in type(own).model_fields if getattr(own, name) != getattr(contract, name)]
     old_n = len(own.observations)
     appended = contract.observations[old_n:]
