@@ -131,6 +131,30 @@ def test_evaluate_flies_only_the_planners_asked_for(repo_root, tmp_path):
     assert out.returncode != 0 and "['learned'] not among this run's planners" in out.stderr and "needs --model" in out.stderr
 
 
+def test_a_longer_time_limit_flies_the_same_flights_and_reports_success_within_the_evaluations(repo_root, tmp_path):
+    """``--time-limit-s``: until the evaluation's 30 s the flights are the same ones (the limit enters no observation
+    and no random stream), so success within 30 s of a 40 s run is the 30 s run's success, flight by flight."""
+    runs = {}
+    for limit in ("30", "40"):
+        out = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--planners", "reactive", "--rooms", "2",
+                              "--threads", "1", "--time-limit-s", limit, "--json", str(tmp_path / f"{limit}.json")],
+                             capture_output=True, text=True, cwd=repo_root)
+        assert out.returncode == 0, out.stderr[-2000:]
+        lines = [ln for ln in out.stdout.splitlines() if ln.startswith("batched")]
+        assert len(lines) == 3 and all(("success within 30 s" in ln) == (limit == "40") for ln in lines)
+        runs[limit] = json.loads((tmp_path / f"{limit}.json").read_text())["reactive"]
+    for a, b in zip(runs["30"]["episodes"], runs["40"]["episodes"]):
+        assert a["room"] == b["room"]
+        assert a["success"] == (b["success"] and b["time_s"] <= 30.0)
+    for d, s30 in runs["30"]["by_density"].items():
+        s40 = runs["40"]["by_density"][d]
+        assert s40["success_rate_within_evaluation_limit"] == s30["success_rate"] == s30["success_rate_within_evaluation_limit"]
+        assert s40["success_rate"] >= s30["success_rate"]
+    bad = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--time-limit-s", "-5"], capture_output=True,
+                         text=True, cwd=repo_root)
+    assert bad.returncode == 2 and "--time-limit-s must be a number of seconds > 0" in bad.stderr
+
+
 def test_success_interval_is_scipys_wilson_interval():
     """The evaluation's 95 % interval of a success rate against scipy's own (binomtest's Wilson interval)."""
     stats = pytest.importorskip("scipy.stats")
