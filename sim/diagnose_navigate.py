@@ -133,7 +133,7 @@ def run(model: str, skill: str, rooms, seed: int = 0, clearance_m: float = 0.1, 
     from sim.envs.navigate_env import NavigateEnv
     from sim.envs.navigate_env_cfg import NavigateEnvCfg, NavigateTrailCfg
     from sim.envs.terms.navigate_observations import yaw_from_quat
-    from sim.evaluate_navigate import load_learned, stuck
+    from sim.evaluate_navigate import TIME_LIMIT_S, load_learned, stuck
 
     contract, session = load_learned(model, skill)
     names = [t.name for t in contract.observations]
@@ -141,7 +141,7 @@ def run(model: str, skill: str, rooms, seed: int = 0, clearance_m: float = 0.1, 
     start = dict(zip(names, np.cumsum([0] + sizes[:-1])))
     mem_slice = slice(start["range_memory_yaw"], start["range_memory_yaw"] + sizes[names.index("range_memory_yaw")]) \
         if "range_memory_yaw" in start else None
-    cfg = NavigateEnvCfg(skill_path=str(skill), randomize=randomize, episode_length_s=30.0)
+    cfg = NavigateEnvCfg(skill_path=str(skill), randomize=randomize, episode_length_s=TIME_LIMIT_S)
     cfg.curriculum.enabled = False
     cfg.trail = NavigateTrailCfg.of(contract.trail)
     env = NavigateEnv(cfg, num_envs=len(rooms), seed=seed, pool=RoomPool.from_rooms(rooms))
