@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -63,12 +64,14 @@ class PictureProbe:
 
     def wrap(self, shield, room) -> None:
         unit = shield.unit("range_obstacles")
+        from robot_hrl.sensing.memory import FAR_M
+
         take_in, check = unit._take_in, unit.check
 
         def pruned_take_in(tick):
             take_in(tick)
             pts = unit.memory.points_w[0]
-            live = np.flatnonzero(pts[:, 0] < 1e3)
+            live = np.flatnonzero(pts[:, 0] < FAR_M)  # an empty slot holds FAR_M
             if len(live):
                 off = surface_distance_m(room, pts[live], float(tick.p[2])) > self.oracle_tolerance_m
                 if off.any():
@@ -153,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the oracle keeps remembered hits this close to a true surface")
     parser.add_argument("--json", help="write both runs' summaries here")
     args = parser.parse_args(argv)
+    if args.rooms < 1:
+        parser.error(f"--rooms must be at least 1 (got {args.rooms})")
+    if not (math.isfinite(args.oracle_tolerance_m) and args.oracle_tolerance_m >= 0.0):
+        parser.error(f"--oracle-tolerance-m must be a distance >= 0 in metres (got {args.oracle_tolerance_m}); 0.05 is "
+                     "the default")
     rooms = [generate_room(args.density, s, args.split) for s in room_seeds(args.split, args.rooms, args.seed_offset)]
     rows = {}
     for name, tol in tqdm((("real", None), ("oracle", args.oracle_tolerance_m)), desc="pictures"):

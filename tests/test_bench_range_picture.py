@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchmarks.bench_range_picture import surface_distance_m
 from robot_hrl.world.rooms import generate_room
@@ -53,3 +54,13 @@ def test_an_unknown_planner_is_refused_with_the_choices():
     proc = subprocess.run([sys.executable, str(SCRIPT), "--planner", "astar", "--rooms", "1"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "--planner 'astar': choose one of" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--rooms", "0"), "--rooms must be at least 1"),
+    (("--oracle-tolerance-m", "-0.1"), "--oracle-tolerance-m must be a distance >= 0"),
+    (("--oracle-tolerance-m", "nan"), "--oracle-tolerance-m must be a distance >= 0"),
+])
+def test_bad_arguments_are_refused_with_the_fix(args, message):
+    proc = subprocess.run([sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
