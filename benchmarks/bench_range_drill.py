@@ -4,10 +4,12 @@ The drill of ``sim/range_drill.py`` (the one ``tests/test_shield_range_obstacles
 ray-tested rangers, a hostile planner drives the shipped goto skill at a box the shield's world file does not hold,
 from a random bearing at a random point of the box with a random yaw (``--along-axis``: along a ranger's axis).
 Each flight is judged from PyBullet's contacts. The same flights are flown unshielded and through the range source,
-optionally with the backup's debounce overridden (``--recover-s``), and the script prints the hits of each.
+optionally with the backup's debounce overridden (``--recover-s``) or longer flights (``--time-s``), and the script
+prints the hits of each.
 
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460
-    python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --recover-s 0.2
+    python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --along-axis --time-s 15 --no-bare
+    python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --recover-s 0.1
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ def main(argv=None) -> int:
     ap.add_argument("--first-seed", type=int, default=300, help="the first drill seed (seeds without a free run-up are skipped)")
     ap.add_argument("--last-seed", type=int, default=460, help="one past the last drill seed")
     ap.add_argument("--recover-s", type=float, default=None,
-                    help="override backup.recover_s (the hold's debounce) in the shield; default: the robot's YAML")
+                    help="override backup.recover_s (the hold's debounce) in the shield; default: the range source's "
+                         "(sim.navigate_shield.RANGE_SHIELD_BACKUP)")
+    ap.add_argument("--time-s", type=float, default=5.0,
+                    help="how long each flight lasts, s (the test's 5; longer: a slow walk toward the box has time to arrive)")
     ap.add_argument("--along-axis", action="store_true", help="fly along a ranger's axis instead of from any bearing")
     ap.add_argument("--no-bare", action="store_true", help="skip the unshielded flights")
     args = ap.parse_args(argv)
@@ -35,10 +40,13 @@ def main(argv=None) -> int:
         ap.error(f"--last-seed ({args.last_seed}) must be larger than --first-seed ({args.first_seed})")
     if args.recover_s is not None and not args.recover_s >= 0.0:
         ap.error(f"--recover-s must be a number of seconds >= 0, got {args.recover_s}")
+    if not 0.0 < args.time_s <= 120.0:
+        ap.error(f"--time-s must be a flight length in seconds, 0 < s <= 120, got {args.time_s}")
 
     from tqdm import tqdm
 
     from robot_hrl.runtime import OnnxPolicy
+    from sim.navigate_shield import RANGE_SHIELD_BACKUP
     from sim.range_drill import fly_at_a_box
 
     policy = OnnxPolicy(REPO / "models" / "crazyflie_goto.onnx", provider="cpu")
@@ -48,7 +56,8 @@ def main(argv=None) -> int:
     for label, units in settings:
         flights, hits = 0, []
         for seed in tqdm(range(args.first_seed, args.last_seed), desc=label, unit="seed"):
-            r = fly_at_a_box(policy, seed, units, any_bearing=not args.along_axis, backup=backup if units else None)
+            r = fly_at_a_box(policy, seed, units, any_bearing=not args.along_axis, backup=backup if units else None,
+                             time_s=args.time_s)
             if r is None:
                 continue
             flights += 1
@@ -56,9 +65,9 @@ def main(argv=None) -> int:
                 hits.append((seed, r["room"], r["counts"].get("stop", 0)))
         print(f"{label:26s} flights {flights:4d}  reached the box {len(hits):4d}"
               + (f"  (seed, room, stop rejections): {hits}" if units and hits else ""))
-    debounce = "the YAML's" if args.recover_s is None else f"{args.recover_s} s"
+    debounce = RANGE_SHIELD_BACKUP["recover_s"] if args.recover_s is None else args.recover_s
     print(f"seeds {args.first_seed}-{args.last_seed - 1}, {'along an axis' if args.along_axis else 'any bearing'}, "
-          f"debounce {debounce}; {time.perf_counter() - t0:.0f} s wall")
+          f"flights of {args.time_s:g} s, debounce {debounce:g} s; {time.perf_counter() - t0:.0f} s wall")
     return 0
 
 

@@ -27,10 +27,14 @@ from robot_hrl.state import RobotState
 RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_distance_m": 0.3, "min_clearance_m": 0.05,
                         "approach_keep_fraction": 0.5, "slowdown_distance_m": 1.0, "slowdown_ratio": 0.4,
                         "source_timeout_s": 0.35, "obstacles_angle_rad": 0.0873, "memory_range_m": 2.0,
-                        "memory_capacity": 1024, "memory_spacing_m": 0.05, "memory_age_s": 2.0, "confirm_angle_rad": 0.1745,
+                        "memory_capacity": 2048, "memory_spacing_m": 0.02, "memory_age_s": 2.0, "confirm_angle_rad": 0.1745,
                         "clear_margin_m": 0.1}
 """The range source's zones for the evaluation (docs/safety.md, "The shield without a map"); the skill node's
 ``shield_ranges.yaml`` holds the same (tests/test_planner_learned.py checks it)."""
+
+RANGE_SHIELD_BACKUP = {"recover_s": 0.0}
+"""The keys of the robot's ``backup`` section the range source changes: no debounce (``shield_ranges.yaml``'s
+``backup``, the same; benchmarks/README.md, "Issue #19: the picture's resolution")."""
 
 
 SHIELDED_BATTERY_RANGE_V = (3.7, 4.2)
@@ -49,8 +53,8 @@ def shielded_randomization() -> dict:
 
 def range_shield_config(robot, section: dict | None = None, keep_map: bool = False):
     """The robot's shield config with the ``range_obstacles`` unit (``section``: its zones, default
-    :data:`RANGE_SHIELD_SECTION`) listed before ``subgoal``; without ``keep_map`` the map's ``obstacles`` unit is left
-    out (an unmapped room)."""
+    :data:`RANGE_SHIELD_SECTION`) listed before ``subgoal`` and the backup keys of :data:`RANGE_SHIELD_BACKUP`; without
+    ``keep_map`` the map's ``obstacles`` unit is left out (an unmapped room)."""
     import yaml
 
     from robot_hrl.safety.config import parse_shield_config
@@ -62,6 +66,7 @@ def range_shield_config(robot, section: dict | None = None, keep_map: bool = Fal
     if not keep_map:
         data.pop("obstacles", None)
     data["range_obstacles"] = copy.deepcopy(section or RANGE_SHIELD_SECTION)
+    data["backup"] = {**data["backup"], **RANGE_SHIELD_BACKUP}
     return parse_shield_config(data, "range shield")
 
 

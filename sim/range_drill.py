@@ -16,12 +16,14 @@ from robot_hrl.robots.crazyflie_2x.rangers import CRAZYFLIE_RANGERS
 from robot_hrl.safety import Shield, ShieldInput
 from robot_hrl.safety.config import parse_shield_config
 from robot_hrl.world.rooms import generate_room
-from sim.evaluate_navigate import RANGE_SHIELD_SECTION as RANGE_SECTION  # the evaluation's zones
+from sim.navigate_shield import RANGE_SHIELD_BACKUP as RANGE_BACKUP  # the evaluation's backup keys
+from sim.navigate_shield import RANGE_SHIELD_SECTION as RANGE_SECTION  # the evaluation's zones
 
 
 def range_shield_config(robot, units=("obstacles", "range_obstacles"), backup: dict | None = None, **section):
     """The robot's shield with ``units`` listed before ``subgoal`` (``obstacles`` dropped unless listed), the evaluation's
-    range section (``section`` overrides its keys) and ``backup`` overriding keys of its backup section."""
+    range section (``section`` overrides its keys) and, with it, the backup keys it changes (``RANGE_SHIELD_BACKUP``);
+    ``backup`` overrides keys of the backup section after those."""
     data = yaml.safe_load(robot.shield_config_path.read_text())
     listed = [u for u in data["units"] if u != "obstacles"]
     at = listed.index("subgoal")
@@ -30,18 +32,20 @@ def range_shield_config(robot, units=("obstacles", "range_obstacles"), backup: d
         data.pop("obstacles")
     if "range_obstacles" in units:
         data["range_obstacles"] = {**RANGE_SECTION, **section}
+        data["backup"] = {**data["backup"], **RANGE_BACKUP}
     if backup:
         data["backup"] = {**data["backup"], **backup}
     return parse_shield_config(copy.deepcopy(data), "range drill")
 
 
 def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None = None, time_s: float = 5.0,
-                 any_bearing: bool = False, backup: dict | None = None):
+                 any_bearing: bool = False, backup: dict | None = None, section: dict | None = None):
     """A hostile planner drives the goto skill straight at a box the shield's world file does not hold
     (the room is unmapped: the shield gets the fence only); one horizontal ranger faces the way it flies.
     ``any_bearing``: from a random direction at a random point of the box (a corner, an edge, a face) with a random
     yaw, so the box often lies between two rangers' cones all the way in. ``backup``: keys of the shield's backup
-    section to override (``recover_s``). None when the seed gives no free run-up (draw again)."""
+    section to override (``recover_s``); ``section``: keys of the range section to override. None when the seed gives
+    no free run-up (draw again)."""
     from sim.pybullet import PyBulletQuadrotorSim
     from sim.pybullet.ranging import PyBulletRangers, build_enclosure
 
@@ -49,7 +53,7 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
     room = generate_room(("sparse", "medium", "dense")[seed % 3], int(rng.integers(0, 50)))
     unmapped = room.world.model_copy(update={"obstacles": ()})
     robot = policy.robot
-    shield = Shield(range_shield_config(robot, shield_units, backup), robot, unmapped, policy.contract.subgoal_radius_m,
+    shield = Shield(range_shield_config(robot, shield_units, backup, **(section or {})), robot, unmapped, policy.contract.subgoal_radius_m,
                     action=policy.contract.action) if shield_units else None
     # a box, a direction toward it along which the start is free, and the ranger that faces that way
     box = room.world.obstacles[int(rng.integers(len(room.world.obstacles)))]

@@ -31,6 +31,8 @@ def test_a_short_drill_prints_its_counts():
     (("--first-seed", "10", "--last-seed", "10"), "--last-seed (10) must be larger than --first-seed (10)"),
     (("--recover-s", "-0.1"), "--recover-s must be a number of seconds >= 0"),
     (("--recover-s", "nan"), "--recover-s must be a number of seconds >= 0"),
+    (("--time-s", "0"), "--time-s must be a flight length in seconds"),
+    (("--time-s", "nan"), "--time-s must be a flight length in seconds"),
 ])
 def test_bad_arguments_are_refused_with_the_fix(args, message):
     proc = _run(*args)
@@ -39,4 +41,4 @@ def test_bad_arguments_are_refused_with_the_fix(args, message):
 
 def test_help_explains_itself():
     proc = _run("--help")
-    assert proc.returncode == 0 and "--recover-s" in proc.stdout and "PyBullet" in proc.stdout
+    assert proc.returncode == 0 and "--recover-s" in proc.stdout and "--time-s" in proc.stdout and "PyBullet" in proc.stdout

@@ -64,13 +64,21 @@ def shield_parts(repo_root):
 
 
 def test_the_skill_nodes_range_shield_has_both_sources_and_the_evaluations_zones(shield_parts):
-    from sim.evaluate_navigate import RANGE_SHIELD_SECTION
+    from robot_hrl.safety.config import load_shield_config
+    from sim.navigate_shield import RANGE_SHIELD_BACKUP, RANGE_SHIELD_SECTION, range_shield_config
 
-    _, _, shield = shield_parts
+    policy, _, shield = shield_parts
     units = shield.config.units
     assert units.index("obstacles") < units.index("range_obstacles") < units.index("subgoal")
     section = shield.config.range_obstacles.model_dump()
     assert {**section, "sensors": list(section["sensors"])} == RANGE_SHIELD_SECTION
+    # the backup keys the range source changes: the overlay's, the evaluation's, and nothing else of the backup
+    backup = shield.config.backup.model_dump()
+    assert {k: backup[k] for k in RANGE_SHIELD_BACKUP} == RANGE_SHIELD_BACKUP
+    assert backup == range_shield_config(policy.robot).backup.model_dump()
+    mapped = load_shield_config(policy.robot.shield_config_path).backup.model_dump()
+    assert {k: v for k, v in backup.items() if k not in RANGE_SHIELD_BACKUP} == \
+        {k: v for k, v in mapped.items() if k not in RANGE_SHIELD_BACKUP}
 
 
 def test_the_range_unit_refuses_bad_readings_and_takes_minus_inf_as_too_close(shield_parts):
@@ -224,3 +232,33 @@ def test_hostile_range_streams_never_blind_the_unit(shield_parts):
                         assert got == s.min_range_m  # too close (-inf included) stays an obstacle
 
     run()
+
+
+def test_the_skill_nodes_range_overlay_is_checked_with_the_fix(shield_parts, tmp_path, monkeypatch):
+    """A robot without the overlay, an overlay that is not a mapping, and one whose backup keys are not the backup's:
+    each refused with what is wrong and where to look; a good overlay's backup keys replace the shield.yaml's."""
+    import shutil
+
+    from robot_hrl.nodes.skill_node import RANGE_SHIELD_FILE, range_shield
+
+    policy, room, _ = shield_parts
+    robot = policy.robot
+    shipped = robot.shield_config_path
+    shutil.copy(shipped, tmp_path / "shield.yaml")
+    monkeypatch.setattr(type(robot), "shield_config_path", property(lambda self: tmp_path / "shield.yaml"))
+
+    def build():
+        return range_shield(None, robot, room.world, policy.contract.subgoal_radius_m, policy.contract.action)
+
+    with pytest.raises(ConfigError, match="range_shield=true needs the range source's zones"):
+        build()
+    overlay = tmp_path / RANGE_SHIELD_FILE
+    overlay.write_text("- range_obstacles\n")
+    with pytest.raises(ConfigError, match="must be a YAML mapping with range_obstacles"):
+        build()
+    good = yaml.safe_load((shipped.parent / RANGE_SHIELD_FILE).read_text())
+    overlay.write_text(yaml.safe_dump({**good, "backup": {"recover_seconds": 0.0}}))
+    with pytest.raises(ConfigError, match="recover_seconds"):
+        build()
+    overlay.write_text(yaml.safe_dump({**good, "backup": {"recover_s": 0.05}}))
+    assert build().config.backup.recover_s == 0.05

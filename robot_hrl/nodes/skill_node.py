@@ -321,13 +321,14 @@ class SkillNode(RealtimeLoop):
 
 
 RANGE_SHIELD_FILE = "shield_ranges.yaml"
-"""The robot's range-source overlay, next to its shield.yaml: the ``range_obstacles`` section."""
+"""The robot's range-source overlay, next to its shield.yaml: the ``range_obstacles`` section and the keys of the
+``backup`` section the range source changes."""
 
 
 def range_shield(path, robot, world, subgoal_radius_m: float, action):
     """The robot's shield (or the file ``path``) with its ``range_obstacles`` unit listed after the map's
     ``obstacles`` unit (both sources on). The zones: the file's own ``range_obstacles`` section, else the robot's
-    overlay ``robot_hrl/robots/<robot>/shield_ranges.yaml``."""
+    overlay ``robot_hrl/robots/<robot>/shield_ranges.yaml``, whose ``backup`` keys then replace the file's."""
     from pathlib import Path
 
     import yaml
@@ -344,7 +345,13 @@ def range_shield(path, robot, world, subgoal_radius_m: float, action):
         if not overlay.is_file():
             raise ConfigError(f"skill_node: range_shield=true needs the range source's zones: a range_obstacles section "
                               f"in {source}, or {overlay} (robot {robot.name!r} has none); see docs/safety.md")
-        data["range_obstacles"] = (yaml.safe_load(overlay.read_text()) or {}).get("range_obstacles")
+        extra = yaml.safe_load(overlay.read_text()) or {}
+        if not isinstance(extra, dict) or not isinstance(extra.get("backup") or {}, dict):
+            raise ConfigError(f"skill_node: {overlay} must be a YAML mapping with range_obstacles (and optionally backup) "
+                              "sections; see docs/safety.md")
+        data["range_obstacles"] = extra.get("range_obstacles")
+        if extra.get("backup"):
+            data["backup"] = {**(data.get("backup") or {}), **extra["backup"]}
     units = list(data.get("units") or [])
     if "range_obstacles" not in units:
         units.insert(units.index("subgoal") if "subgoal" in units else len(units), "range_obstacles")
