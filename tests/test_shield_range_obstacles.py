@@ -72,8 +72,9 @@ def test_a_hostile_planner_from_any_bearing_rarely_reaches_the_box(policy):
     ranger's axis alone hit it). Judged from PyBullet's contacts.
 
     Not "never": four cones do not see a box that stays between them (docs/safety.md, "What it does not cover"). Over
-    the 103 flights of seeds 300-459 the unit let 4 reach the box (6 with the 0.2 s debounce) against 100 of 103
-    unshielded (benchmarks/README.md, "The range source from any bearing"). This test held "none in 8" until the
+    the 103 flights of seeds 300-459 the unit let 4 reach the box (no debounce and hits 0.02 m apart, as with the 0.1 s
+    debounce and 0.05 m; 6 with the 0.2 s debounce) against 100 of 103 unshielded (benchmarks/README.md, "The range
+    source from any bearing", "Issue #19: the picture's resolution"). This test held "none in 8" until the
     debounce changed which 8 seeds were clean: the bound below is the measured rate's, not a lucky draw's."""
     runs = drill_runs(policy, ("range_obstacles",), 16, 300, any_bearing=True)
     hits = [r for r in runs if r["collided"]]
