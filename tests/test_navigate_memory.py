@@ -143,3 +143,37 @@ def test_bad_input_is_refused():
                                               range_m=4.0, update_rate_hz=2.0), CRAZYFLIE_RANGERS)
     with pytest.raises(ConfigError, match="capacity"):
         RangeMemory(RangeMemory.from_spec(_spec(), CRAZYFLIE_RANGERS).geometry, 0, 0.1, 4, 4.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_shields_memory_fills_empty_slots_before_it_overwrites_a_live_point(seed):
+    """``fill_empty_first`` (the shield's picture, ``range_obstacles``): with slots forgotten at random, a new point goes
+    into one of them, and no live point is lost until every slot is live; the plain ring (the level's, which its twins
+    share) overwrites its next slot, live or not. ``add_points_w`` names the slots it wrote."""
+    from robot_hrl.sensing.memory import FAR_M, MemoryGeometry
+
+    rng = np.random.default_rng(seed)
+    capacity = 16
+    plain = RangeMemory(MemoryGeometry.none(), capacity, 0.01, 8, 4.0)
+    shield = RangeMemory(MemoryGeometry.none(), capacity, 0.01, 8, 4.0, fill_empty_first=True)
+    assert not plain.fill_empty_first and shield.fill_empty_first
+    first = rng.uniform(-3.0, 3.0, size=(1, capacity, 2))
+    for mem in (plain, shield):
+        written = mem.add_points_w(first, np.ones((1, capacity), dtype=bool))
+        assert written.all() and np.array_equal(mem.points_w, first)            # the first fill: the same for both
+    gone = rng.choice(capacity, size=int(rng.integers(1, capacity // 2)), replace=False)
+    mask = np.zeros((1, capacity), dtype=bool)
+    mask[0, gone] = True
+    for mem in (plain, shield):
+        mem.forget(mask)
+    new = rng.uniform(10.0, 12.0, size=(1, len(gone), 2))                      # far from every kept point
+    live_before = first[0][~mask[0]]
+    written = shield.add_points_w(new, np.ones((1, len(gone)), dtype=bool))
+    assert sorted(np.flatnonzero(written[0])) == sorted(gone.tolist())          # exactly the forgotten slots
+    assert all(any(np.allclose(p, q) for q in shield.points_w[0]) for p in live_before)  # no live point lost
+    assert (shield.points_w[0, :, 0] < FAR_M).all()
+    plain.add_points_w(new, np.ones((1, len(gone)), dtype=bool))
+    lost = [p for p in live_before if not any(np.allclose(p, q) for q in plain.points_w[0])]
+    assert lost                                                                 # the ring's turn took live points
+    extra = shield.add_points_w(np.array([[[20.0, 20.0]]]), np.ones((1, 1), dtype=bool))  # full: the ring's next slot
+    assert extra.sum() == 1 and np.allclose(shield.points_w[0][extra[0]], [20.0, 20.0])

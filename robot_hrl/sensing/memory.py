@@ -79,7 +79,7 @@ class RangeMemory:
     """The ring of remembered hits of ``num_envs`` robots (numpy, float64)."""
 
     def __init__(self, geometry: MemoryGeometry, capacity: int, min_spacing_m: float, sectors: int, range_m: float,
-                 num_envs: int = 1):
+                 num_envs: int = 1, fill_empty_first: bool = False):
         if capacity < 1 or sectors < 1 or not (range_m > 0) or not (min_spacing_m >= 0):
             raise ConfigError(f"range memory: capacity {capacity} and sectors {sectors} must be >= 1, range_m {range_m} > 0, "
                               f"min_spacing_m {min_spacing_m} >= 0")
@@ -88,6 +88,11 @@ class RangeMemory:
         self.num_sectors, self.range_m = int(sectors), float(range_m)
         self.points_w = np.full((num_envs, self.capacity, 2), FAR_M)
         self.count = np.zeros(num_envs, dtype=np.int64)
+        self.fill_empty_first = bool(fill_empty_first)
+        """Write into an empty slot (never written, or forgotten) before the ring's next one, so a live point is
+        overwritten only while every slot is live. Off for the navigate level's memory, which its torch and C twins
+        share; on for the shield's picture (``range_obstacles``), which forgets points as rangers see through them
+        and must not lose a wall to the ring's turn (benchmarks/README.md, "Issue #19: the picture's resolution")."""
 
     @classmethod
     def from_spec(cls, spec, sensors: Sequence[RangeSensorSpec], num_envs: int = 1) -> "RangeMemory":
@@ -125,24 +130,32 @@ class RangeMemory:
             point = p[:, :2] + np.einsum("nij,nj->ni", rot, local)[:, :2]
             self._write(rows, point, hit)
 
-    def add_points_w(self, points_w, hit) -> None:
+    def add_points_w(self, points_w, hit) -> np.ndarray:
         """Remember world points directly: ``points_w`` (N, J, 2) horizontal, ``hit`` (N, J) which of them to keep;
         written in order as :meth:`add` writes its sensors' hits (ring, ``min_spacing_m``). For a caller that computes
-        its own hit points (the shield's ``range_obstacles``: the points across each ranger's cone)."""
+        its own hit points (the shield's ``range_obstacles``: the points across each ranger's cone). Returns (N,
+        capacity): the slots this call wrote."""
         pts = np.asarray(points_w, dtype=np.float64).reshape(len(self.points_w), -1, 2)
         ok = np.asarray(hit, dtype=bool).reshape(len(self.points_w), -1)
         if not np.all(np.isfinite(pts[ok])):
             raise ObservationError("the range memory got a non-finite point; the reading is not remembered")
         rows = np.arange(len(self.points_w))
+        written = np.zeros(self.points_w.shape[:2], dtype=bool)
         for j in range(pts.shape[1]):
-            self._write(rows, pts[:, j], ok[:, j])
+            slot, write = self._write(rows, pts[:, j], ok[:, j])
+            written[rows[write], slot[write]] = True
+        return written
 
-    def _write(self, rows, point, hit) -> None:
+    def _write(self, rows, point, hit) -> tuple[np.ndarray, np.ndarray]:
         nearest = np.sqrt(((self.points_w - point[:, None]) ** 2).sum(-1)).min(axis=1)
         write = hit & (nearest >= self.min_spacing_m)
         slot = self.count % self.capacity
+        if self.fill_empty_first:
+            empty = self.points_w[:, :, 0] >= FAR_M
+            slot = np.where(empty.any(axis=1), empty.argmax(axis=1), slot)
         self.points_w[rows[write], slot[write]] = point[write]
         self.count += write
+        return slot, write
 
     def forget(self, mask) -> None:
         """Forget the points where ``mask`` (N, capacity) is true (a ranger has since seen through them); their

@@ -160,8 +160,9 @@ class RangeObstacleUnit(ShieldUnit):
         self.clear_margin_m = o.clear_margin_m
         self.clear_cos = tuple(math.cos(CLEAR_CONE_FRACTION * 0.5 * s.field_of_view_rad) for s in self.specs)
         self.memory = RangeMemory(MemoryGeometry.of(o.sensors, self.specs), o.memory_capacity, o.memory_spacing_m, 1,
-                                  o.memory_range_m)
-        """The world-frame hits (robot_hrl.sensing.memory; its points are the unit's picture)."""
+                                  o.memory_range_m, fill_empty_first=True)
+        """The world-frame hits (robot_hrl.sensing.memory; its points are the unit's picture). Empty slots are written
+        first: a live point goes only when all ``memory_capacity`` are live."""
         self.memory_age_s = o.memory_age_s
         self.renew_m = max(o.memory_spacing_m, 1e-3)
         self.confirm_cos = math.cos(o.confirm_angle_rad)
@@ -254,9 +255,7 @@ class RangeObstacleUnit(ShieldUnit):
                 first, again = self.origin_w[renewed] - at, origin[:2] - at
                 cos = (first * again).sum(-1) / np.maximum(np.sqrt((first * first).sum(-1) * (again * again).sum(-1)), 1e-12)
                 self.confirmed[renewed] |= cos <= self.confirm_cos
-                before = int(mem.count[0])
-                mem.add_points_w(points[None, :, :2], keep[None])
-                written = np.arange(before, int(mem.count[0])) % len(self.seen_s)
+                written = np.flatnonzero(mem.add_points_w(points[None, :, :2], keep[None])[0])
                 self.seen_s[written] = tick.now
                 self.origin_w[written] = origin[:2]
                 self.confirmed[written] = False
