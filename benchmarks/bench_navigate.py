@@ -86,14 +86,15 @@ def main(argv: list[str] | None = None) -> int:
         out["training"] = json.loads((Path(args.run_dir) / "train_summary.json").read_text())
     rooms = [generate_room(d, s, "eval") for d in DENSITY_NAMES for s in room_seeds("eval", args.rooms)]
     t = time.perf_counter()
-    out["batched"] = evaluate_batched(batched_planners(session, rooms), rooms, args.skill, trail=contract.trail)
+    out["batched"] = evaluate_batched(batched_planners(session, rooms), rooms, args.skill, trail=contract.trail,
+                                      heading=contract.heading)
     out["batched_wall_s"], out["batched_load1"] = time.perf_counter() - t, load1()
     out_dir = Path(args.out).parent
     plots = [str(plot_results(out["batched"], out_dir, "navigate batched: success by density"))]
     if args.range_shield:
         t = time.perf_counter()
         out["batched_range_shield"] = evaluate_batched(batched_planners(session, rooms), rooms, args.skill, shielded=True,
-                                                       trail=contract.trail)
+                                                       trail=contract.trail, heading=contract.heading)
         out["batched_range_shield_wall_s"], out["batched_range_shield_load1"] = time.perf_counter() - t, load1()
         plots.append(str(plot_results(out["batched_range_shield"], out_dir / "range_shield",
                                       "navigate batched, range shield: success by density")))

@@ -35,6 +35,9 @@ def main(argv=None) -> int:
                     help="how long each flight lasts, s (the test's 5; longer: a slow walk toward the box has time to arrive)")
     ap.add_argument("--along-axis", action="store_true", help="fly along a ranger's axis instead of from any bearing")
     ap.add_argument("--no-bare", action="store_true", help="skip the unshielded flights")
+    ap.add_argument("--heading-from", default=None, metavar="LEVEL.onnx",
+                    help="run the heading loop a navigate level was trained with (its contract's heading section; "
+                         "robot_hrl.runtime.heading) under the skill, as the skill node does under that level")
     args = ap.parse_args(argv)
     if args.last_seed <= args.first_seed:
         ap.error(f"--last-seed ({args.last_seed}) must be larger than --first-seed ({args.first_seed})")
@@ -50,6 +53,19 @@ def main(argv=None) -> int:
     from sim.range_drill import fly_at_a_box
 
     policy = OnnxPolicy(REPO / "models" / "crazyflie_goto.onnx", provider="cpu")
+    heading = None
+    if args.heading_from is not None:
+        from robot_hrl.errors import RobotHrlError
+        from robot_hrl.runtime.heading import heading_of_level
+
+        try:
+            loop = heading_of_level(args.heading_from, policy)
+        except RobotHrlError as exc:
+            ap.error(f"--heading-from {args.heading_from}: {exc}")
+        if loop is None:
+            ap.error(f"--heading-from {args.heading_from}: the level's contract has no heading section (it was trained "
+                     "without the loop); leave the option out")
+        heading = loop.spec
     backup = None if args.recover_s is None else {"recover_s": args.recover_s}
     settings = [("through range_obstacles", ("range_obstacles",))] + ([] if args.no_bare else [("unshielded", ())])
     t0 = time.perf_counter()
@@ -57,7 +73,7 @@ def main(argv=None) -> int:
         flights, hits = 0, []
         for seed in tqdm(range(args.first_seed, args.last_seed), desc=label, unit="seed"):
             r = fly_at_a_box(policy, seed, units, any_bearing=not args.along_axis, backup=backup if units else None,
-                             time_s=args.time_s)
+                             time_s=args.time_s, heading=heading)
             if r is None:
                 continue
             flights += 1
@@ -67,7 +83,8 @@ def main(argv=None) -> int:
               + (f"  (seed, room, stop rejections): {hits}" if units and hits else ""))
     debounce = RANGE_SHIELD_BACKUP["recover_s"] if args.recover_s is None else args.recover_s
     print(f"seeds {args.first_seed}-{args.last_seed - 1}, {'along an axis' if args.along_axis else 'any bearing'}, "
-          f"flights of {args.time_s:g} s, debounce {debounce:g} s; {time.perf_counter() - t0:.0f} s wall")
+          f"flights of {args.time_s:g} s, debounce {debounce:g} s"
+          + (f", heading loop {heading.mode}" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
     return 0
 
 

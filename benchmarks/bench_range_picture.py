@@ -118,7 +118,8 @@ def fly(planner: str, rooms, model: str, skill: str, seed: int, probe: PicturePr
     try:
         torch.set_num_threads(1)
         out = evaluate_batched({planner: planners[planner]}, rooms, skill, seed=seed, shielded=True,
-                               trail=None if contract is None else contract.trail)
+                               trail=None if contract is None else contract.trail,
+                               heading=None if contract is None else contract.heading)
     finally:
         navigate_shield.range_shield = build
     return out[planner]["episodes"]

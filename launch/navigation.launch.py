@@ -52,6 +52,10 @@ def generate_launch_description() -> LaunchDescription:
             overrides["rangers"] = learned
         if spec.name == "skill_node":  # the learned planner: the shield's range source next to the map's
             overrides["range_shield"] = learned
+            # and the yaw loop its level was trained with (its contract's heading; none: nothing runs)
+            overrides["heading_model"] = ParameterValue(PythonExpression([
+                "'", LaunchConfiguration("navigate_model"), "' if '", LaunchConfiguration("planner"), "' == 'learned' else ''"]),
+                value_type=str)
         actions.append(
             Node(
                 package=PACKAGE,

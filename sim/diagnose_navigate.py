@@ -131,7 +131,7 @@ def run(model: str, skill: str, rooms, seed: int = 0, clearance_m: float = 0.1, 
 
     from sim.envs.nav_rooms import RoomPool
     from sim.envs.navigate_env import NavigateEnv
-    from sim.envs.navigate_env_cfg import NavigateEnvCfg, NavigateTrailCfg
+    from sim.envs.navigate_env_cfg import NavigateEnvCfg, NavigateHeadingCfg, NavigateTrailCfg
     from sim.envs.terms.navigate_observations import yaw_from_quat
     from sim.evaluate_navigate import TIME_LIMIT_S, load_learned, stuck
 
@@ -144,6 +144,7 @@ def run(model: str, skill: str, rooms, seed: int = 0, clearance_m: float = 0.1, 
     cfg = NavigateEnvCfg(skill_path=str(skill), randomize=randomize, episode_length_s=TIME_LIMIT_S)
     cfg.curriculum.enabled = False
     cfg.trail = NavigateTrailCfg.of(contract.trail)
+    cfg.heading = NavigateHeadingCfg.of(contract.heading)  # the yaw loop the level was trained with, if any
     env = NavigateEnv(cfg, num_envs=len(rooms), seed=seed, pool=RoomPool.from_rooms(rooms))
     env.forced_rooms = torch.arange(len(rooms))
     obs = env.reset()

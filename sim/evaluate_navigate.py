@@ -126,19 +126,21 @@ def _summaries(records: list[dict]) -> dict:
 
 def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize: bool = True,
                      episode_length_s: float = TIME_LIMIT_S, shielded: bool = False, randomization: dict | None = None,
-                     trail=None) -> dict:
+                     trail=None, heading=None) -> dict:
     """Every planner flies every room once in the batched simulator. ``planners``: name -> fn(env, obs) -> actions.
 
     ``shielded``: the skill's commands go through the runtime's shield with the range source only, one per flight
     (``sim/navigate_shield.py``: the room unmapped for it, as in PyBullet's ``--range-shield``); collisions are still
     the simulator's own (its boxes, fence, floor and ceiling). ``randomization``: overrides of the airframes' ranges
     (None: the goto environment's own, or with ``shielded`` its batteries from :data:`SHIELDED_BATTERY_RANGE_V`).
-    ``trail``: the level's contract's ``trail`` (a TrailSpec), when it observes one: the environment keeps it."""
+    ``trail``: the level's contract's ``trail`` (a TrailSpec), when it observes one: the environment keeps it.
+    ``heading``: the level's contract's ``heading`` (a HeadingSpec), when it was trained with one: every planner's robot
+    flies with that yaw loop (robot_hrl.runtime.heading), so all fly the same robot."""
     import torch
 
     from sim.envs.nav_rooms import RoomPool
     from sim.envs.navigate_env import NavigateEnv
-    from sim.envs.navigate_env_cfg import NavigateEnvCfg, NavigateTrailCfg
+    from sim.envs.navigate_env_cfg import NavigateEnvCfg, NavigateHeadingCfg, NavigateTrailCfg
     from sim.navigate_baselines import SymbolicCarrot
 
     pool = RoomPool.from_rooms(rooms)
@@ -151,6 +153,7 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
                              randomization=dict(randomization))
         cfg.curriculum.enabled = False
         cfg.trail = NavigateTrailCfg.of(trail)
+        cfg.heading = NavigateHeadingCfg.of(heading)
         env = NavigateEnv(cfg, num_envs=len(rooms), seed=seed, pool=pool)
         env.forced_rooms = torch.arange(len(rooms))
         finished = torch.zeros(len(rooms), dtype=torch.bool)
@@ -211,14 +214,16 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
 
 
 def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: float = 2.0, time_limit_s: float = TIME_LIMIT_S,
-                 goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0, contract=None, shielded: bool = False) -> dict:
+                 goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0, contract=None, shielded: bool = False,
+                 heading=None) -> dict:
     """One room in PyBullet: the goto skill through the runtime (OnnxPolicy), the rangers by rayTestBatch.
 
     ``shielded``: the skill's commands go through the shield with the range source only (:func:`range_shield`:
     the room is unmapped for it), fed with every ranger reading, every subgoal filtered on arrival.
 
     ``contract``: the learned level's NavigateContract (its observation, range memory, action mapping and
-    decision rate); None (a baseline): the memory-free observation and a ``max_offset_m`` offset radius."""
+    decision rate); None (a baseline): the memory-free observation and a ``max_offset_m`` offset radius.
+    ``heading``: a HeadingSpec the robot flies with (robot_hrl.runtime.heading; default: the contract's, if any)."""
     from robot_hrl.contract.navigate import (
         compute_navigate_observation, navigate_observation_terms, offset_from_action, subgoal_from_offset,
         subgoal_offset_action_spec,
@@ -226,6 +231,7 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
     from robot_hrl.geometry import quat_from_euler_rpy
     from robot_hrl.planning.learned import LearnedNavigator
     from robot_hrl.runtime import OnnxPolicy
+    from robot_hrl.runtime.heading import heading_loop
     from robot_hrl.safety import ShieldInput
     from robot_hrl.sensing import robot_range_sensors
     from sim.pybullet import PyBulletQuadrotorSim
@@ -251,6 +257,7 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
         yaw = rng.uniform(-np.pi, np.pi)
         state = sim.reset(room.start_w, quat_from_euler_rpy(0.0, 0.0, yaw))
         policy.reset()
+        yaw_loop = heading_loop(heading if heading is not None else getattr(contract, "heading", None), policy)
         goal = np.array(room.goal_w)
         subgoal = np.array(room.start_w)
         per_decision = int(round(policy.control_rate_hz / decision_rate_hz))
@@ -288,13 +295,16 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
                 infer_s += time.perf_counter() - t
                 decisions += 1
             prev = state.position_w.copy()
+            actions = policy.step(state, subgoal)
+            if yaw_loop is not None:  # the yaw torque is the heading loop's (as under the skill node)
+                actions = yaw_loop.apply_state(actions, state)
             if shield is None:
-                wrench = policy.to_wrench(policy.step(state, subgoal))
+                wrench = policy.to_wrench(actions)
             else:
                 if steps % per_decision == 0:
                     subgoal, _ = shield.filter_subgoal(subgoal, state.position_w, sim.time_s)
                 battery_v = sim.chain_state.get("battery_voltage_v")  # the measured battery, as the skill node gets /battery
-                out = shield.step(ShieldInput(now_s=sim.time_s, state=state, actions=policy.step(state, subgoal), subgoal_w=subgoal,
+                out = shield.step(ShieldInput(now_s=sim.time_s, state=state, actions=actions, subgoal_w=subgoal,
                                               battery_v=None if battery_v is None else float(battery_v)))
                 for item in out.interventions:
                     key = f"{item.unit}.{item.constraint}"
@@ -323,18 +333,21 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
 
 def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contracts: dict | None = None,
                       shielded: bool = False, time_limit_s: float = TIME_LIMIT_S) -> dict:
-    """Every planner flies every room in PyBullet; ``contracts``: planner name -> its NavigateContract (learned ones)."""
+    """Every planner flies every room in PyBullet; ``contracts``: planner name -> its NavigateContract (learned ones).
+    A level trained with a heading loop (its contract's ``heading``): every planner's robot flies with it, as in
+    :func:`evaluate_batched`."""
     from tqdm import tqdm
 
     from sim.navigate_baselines import SymbolicCarrot
 
     lengths = SymbolicCarrot(rooms, 1.0).lengths
+    heading = next((c.heading for c in (contracts or {}).values() if c is not None and c.heading is not None), None)
     results = {}
     for name, planner in planners.items():
         records = []
         for i, room in enumerate(tqdm(rooms, desc=f"pybullet {name}", unit="room", leave=False)):
             r = fly_pybullet(room, planner, skill_path, seed + i, time_limit_s=time_limit_s,
-                             contract=(contracts or {}).get(name), shielded=shielded)
+                             contract=(contracts or {}).get(name), shielded=shielded, heading=heading)
             r["symbolic_length_m"] = lengths[i]
             r.pop("positions_w")
             records.append(r)
@@ -486,7 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.sim == "batched":
         results = evaluate_batched(chosen(batched_planners(session, rooms)), rooms, args.skill, args.seed,
                                    episode_length_s=args.time_limit_s, shielded=args.range_shield,
-                                   trail=contract.trail if session is not None else None)
+                                   trail=contract.trail if session is not None else None,
+                                   heading=contract.heading if session is not None else None)
     else:
         from sim.navigate_baselines import reactive_potential_field
         planners = {}

@@ -39,13 +39,15 @@ def range_shield_config(robot, units=("obstacles", "range_obstacles"), backup: d
 
 
 def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None = None, time_s: float = 5.0,
-                 any_bearing: bool = False, backup: dict | None = None, section: dict | None = None):
+                 any_bearing: bool = False, backup: dict | None = None, section: dict | None = None, heading=None):
     """A hostile planner drives the goto skill straight at a box the shield's world file does not hold
     (the room is unmapped: the shield gets the fence only); one horizontal ranger faces the way it flies.
     ``any_bearing``: from a random direction at a random point of the box (a corner, an edge, a face) with a random
     yaw, so the box often lies between two rangers' cones all the way in. ``backup``: keys of the shield's backup
-    section to override (``recover_s``); ``section``: keys of the range section to override. None when the seed gives
-    no free run-up (draw again)."""
+    section to override (``recover_s``); ``section``: keys of the range section to override. ``heading``: a level's
+    HeadingSpec: the heading loop runs under the skill (robot_hrl.runtime.heading), as the skill node runs it under a
+    level trained with one. None when the seed gives no free run-up (draw again)."""
+    from robot_hrl.runtime.heading import heading_loop
     from sim.pybullet import PyBulletQuadrotorSim
     from sim.pybullet.ranging import PyBulletRangers, build_enclosure
 
@@ -87,6 +89,7 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
         rangers = PyBulletRangers(sim.bullet, CRAZYFLIE_RANGERS, seed=seed)
         state = sim.reset(start_w, quat_from_euler_rpy(0.0, 0.0, yaw))
         policy.reset()
+        yaw_loop = heading_loop(heading, policy)
         unit = shield.unit("range_obstacles") if shield is not None else None
         every = int(round(policy.control_rate_hz / CRAZYFLIE_RANGERS[0].update_rate_hz))
         dropped = CRAZYFLIE_RANGERS[facing].name
@@ -103,6 +106,8 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
                 if shield is not None:
                     subgoal, _ = shield.filter_subgoal(subgoal, state.position_w, now)
             actions = policy.step(state, subgoal)
+            if yaw_loop is not None:
+                actions = yaw_loop.apply_state(actions, state)
             if shield is not None:
                 out = shield.step(ShieldInput(now_s=now, state=state, actions=actions, subgoal_w=subgoal,  # measured battery
                                               battery_v=float(sim.chain_state["battery_voltage_v"])))

@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the level also observes its trail (the trail_yaw term: its own earlier positions, nearest per sector; "
                         "NavigateTrailCfg); with --init-onnx of a level without it, the trail's inputs start at zero weight (an "
                         "--init-onnx level that keeps a trail is fine-tuned with its own, --trail or not)")
+    p.add_argument("--heading", action="store_true",
+                   help="fly with the heading loop under the skill (robot_hrl.runtime.heading: the robot turns to face its "
+                        "velocity, so the front ranger looks along its path; NavigateHeadingCfg); the exported contract "
+                        "names it, and every runtime that flies the level runs it. An --init-onnx level that has one keeps it")
     p.add_argument("--init-std", type=float, default=0.2, help="the exploration std of an --init-onnx actor")
     p.add_argument("--critic-warmup", type=int, default=0, metavar="N",
                    help="first N PPO iterations train the critic only (the actor frozen): a fresh critic under a trained actor")
@@ -113,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = NavigateEnvCfg(skill_path=args.skill, rooms_per_density=args.rooms_per_density)
     cfg.curriculum.enabled = not args.no_curriculum
     cfg.trail.enabled = args.trail
+    cfg.heading.enabled = args.heading
     if args.init_onnx:  # a level that keeps a trail fine-tunes with it (the run must observe what the file does)
         from sim.agents.warm_start import navigate_contract_of
         from sim.envs.navigate_env_cfg import NavigateTrailCfg
@@ -120,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         own = navigate_contract_of(Path(args.init_onnx))
         if own.trail is not None:
             cfg.trail = NavigateTrailCfg.of(own.trail)
+        if own.heading is not None:
+            from sim.envs.navigate_env_cfg import NavigateHeadingCfg
+
+            cfg.heading = NavigateHeadingCfg.of(own.heading)
     cfg.rewards.proximity_source = args.proximity
     if args.proximity_weight is not None:
         cfg.rewards.proximity_weight = args.proximity_weight

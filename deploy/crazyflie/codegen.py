@@ -27,6 +27,7 @@ from robot_hrl.robots import get_robot
 
 from deploy.crazyflie.c_contract import check_contract, generate_contract_c
 from deploy.crazyflie.c_controller import APP_CONFIG, CONTROLLER_C, KBUILD_SRC, KBUILD_TOP, MAKEFILE, SOURCES
+from deploy.crazyflie.c_heading import generate_heading_c
 from deploy.crazyflie.c_model import generate_model_c
 from deploy.crazyflie.c_navigate import NAV_TASK_SOURCES
 from deploy.crazyflie.c_navigate_task import navigate_app_config
@@ -117,6 +118,9 @@ def generate_project(model_path: str | Path, out_dir: str | Path, navigate: str 
 
         level = generate_navigate_level(navigate, Path(out_dir) / "src", contract, sha,
                                         f"For crazyflie-firmware {FIRMWARE_RELEASE} ({FIRMWARE_PLATFORM}); plain C, math.h only.")
+    # the heading loop the level was trained with (its contract's heading), under the goto in the controller
+    heading_h, heading_c = generate_heading_c(contract, level.contract.heading if level is not None else None,
+                                              float(robot.inertia_kgm2[2]) if hasattr(robot, "inertia_kgm2") else 0.0, banner)
 
     out = Path(out_dir)
     src = out / "src"
@@ -130,6 +134,8 @@ def generate_project(model_path: str | Path, out_dir: str | Path, navigate: str 
         src / "policy_model.c": model_c,
         src / "policy_io.h": io_h,
         src / "policy_io.c": io_c,
+        src / "policy_heading.h": heading_h,
+        src / "policy_heading.c": heading_c,
         src / "controller_policy.c": controller_c,
     }
     for path, text in files.items():

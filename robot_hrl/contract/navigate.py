@@ -15,6 +15,7 @@ Its contract is a :class:`NavigateContract`:
   refuses any other goto model; the planner node and the evaluation call it before flying.
 - ``sensors``: the range sensors in the order of the ``ranges_m`` term, and the suite's hash.
 - ``memory``: the range memory's parameters (robot_hrl.sensing.memory; the ``range_memory_yaw`` term).
+- ``heading``: how the yaw is steered under the level (robot_hrl.runtime.heading), when it is.
 - ``decision_rate_hz``: how often the level decides.
 
 Every contract is stored under the one metadata key (``robot_hrl.contract``);
@@ -69,6 +70,20 @@ class TrailSpec(BaseModel):
     min_spacing_m: float = Field(ge=0.0, description="a position this close to a kept one is not added")
     sectors: int = Field(gt=0, description="sectors around the robot, sector 0 straight ahead")
     range_m: float = Field(gt=0.0, description="a sector with no earlier position nearer reads this")
+
+
+class HeadingSpec(BaseModel):
+    """How the robot's yaw is steered under the level (robot_hrl.runtime.heading): ``face_velocity`` turns the
+    robot toward its horizontal velocity, so its front ranger looks along its path. A level trained with it is flown
+    with it: its observations in the yaw frame (the ranges, the memory's sectors) saw the world that way."""
+
+    model_config = _FROZEN
+    mode: Literal["face_velocity"] = "face_velocity"
+    max_rate_radps: float = Field(gt=0.0, le=10.0, description="the setpoint turns at most this fast, rad/s")
+    natural_frequency_radps: float = Field(gt=0.0, le=50.0, description="the yaw loop's natural frequency, rad/s")
+    damping_ratio: float = Field(gt=0.0, le=2.0, description="the yaw loop's damping ratio")
+    min_speed_mps: float = Field(ge=0.0, description="below this horizontal speed the setpoint keeps its last target, m/s")
+    max_error_rad: float = Field(gt=0.0, le=3.15, description="the setpoint stays this close to the yaw, rad")
 
 
 def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m: float,
@@ -148,6 +163,8 @@ class NavigateContract(BaseModel):
     sensors: SensorSuiteRef
     memory: RangeMemorySpec | None = None
     trail: TrailSpec | None = None
+    heading: HeadingSpec | None = None
+    """The yaw loop the level was trained with (None: the yaw is left as the goto skill holds it)."""
     conventions: Conventions = Conventions()
 
     @model_validator(mode="after")

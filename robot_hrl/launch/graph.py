@@ -160,6 +160,7 @@ def node_parameters(spec: NodeSpec, arguments: dict[str, str]) -> dict[str, obje
             params["rangers"] = True  # the level and the shield's range source read /range/<name>
         if spec.name == "skill_node":
             params["range_shield"] = True  # range_obstacles next to obstacles: both sources on
+            params["heading_model"] = arguments["navigate_model"]  # the yaw loop the level was trained with, if any
     for arg, param in spec.arguments.items():
         value = arguments.get(arg, "")
         if arg == "task" and value == "":

@@ -53,8 +53,12 @@ class SkillCore:
     from the shield's model, and whether a subgoal on the floor asks for a landing from the robot
     (``robot.lands``; ``lands`` overrides it)."""
 
-    def __init__(self, policy, shield, world, config: SkillConfig | None = None, *, lands: bool | None = None):
+    def __init__(self, policy, shield, world, config: SkillConfig | None = None, *, lands: bool | None = None,
+                 heading=None):
         self.policy = policy
+        self.heading = heading
+        """The yaw loop under the skill (robot_hrl.runtime.heading.HeadingLoop: it owns the yaw torque of the policy's
+        command, before the shield), or None."""
         self.shield = shield
         self.world = world
         self.config = config or SkillConfig()
@@ -223,6 +227,8 @@ class SkillCore:
                 self.shield.reset_faults()
                 if hasattr(self.policy, "reset"):
                     self.policy.reset()
+                if self.heading is not None:
+                    self.heading.reset()
         if not engaged and not self.shield_latched():
             # Nothing asked of us yet (on the ground, motors off): idle; the shield has nothing to guard.
             name = "waiting" if state is None else "idle"
@@ -234,6 +240,8 @@ class SkillCore:
         if state is not None and subgoal is not None and not land:
             try:
                 actions = self.policy.step(state, subgoal)
+                if self.heading is not None:
+                    actions = self.heading.apply_state(actions, state)
             except Exception as exc:  # noqa: BLE001 - an observation error: the watchdog sees a non-finite output
                 self.last_reason = f"policy: {exc}"
                 actions = self._nan_actions

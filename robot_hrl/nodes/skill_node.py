@@ -74,7 +74,7 @@ class SkillNode(RealtimeLoop):
             ("diagnostics_rate_hz", 2.0), ("use_sim_time", False), ("realtime_priority", 0),
             ("spin_margin_us", round(LoopTiming.spin_margin_s * 1e6, 3)), ("gc_after_tick", LoopTiming.gc_after_tick),
             ("cpu_affinity", LoopTiming.cpu), ("realtime_dds_threads", LoopTiming.realtime_dds_threads),
-            ("range_shield", False), ("battery_timeout_s", 0.5),
+            ("range_shield", False), ("battery_timeout_s", 0.5), ("heading_model", ""),
         )}
         self.p = p
         from robot_hrl.nodes.resources import resolve_resource
@@ -123,9 +123,17 @@ class SkillNode(RealtimeLoop):
                               "that period); use a model trained at that rate, or a shield_config for this one")
         self.channel = CommandChannel.of(robot, policy.contract.action.mode)
         """The robot's command topic and the message of the contract's action mode."""
+        heading = None
+        if str(p["heading_model"]).strip():
+            from robot_hrl.runtime.heading import heading_of_level
+
+            heading = heading_of_level(resolve_resource(str(p["heading_model"]).strip(), "navigate model (heading_model)"),
+                                       policy)
+        self.heading = heading
+        """The yaw loop the learned level was trained with (its contract's ``heading``), or None."""
         self.core = SkillCore(policy, shield, self.world,
                               SkillConfig(float(p["reached_radius_m"]), float(p["reached_speed_mps"]),
-                                          float(p["blocked_after_s"])), lands=robot.lands)
+                                          float(p["blocked_after_s"])), lands=robot.lands, heading=heading)
         if not float(p["battery_timeout_s"]) > 0:
             raise ConfigError(f"skill_node: battery_timeout_s={p['battery_timeout_s']!r} must be > 0")
         self.core.battery.timeout_s = float(p["battery_timeout_s"])

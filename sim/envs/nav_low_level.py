@@ -29,6 +29,7 @@ from sim.envs.frozen_skill import FrozenSkill
 from sim.envs.goto_env import GotoEnv
 from sim.envs.goto_env_cfg import GotoEnvCfg
 from sim.envs.terms import observations as obs_terms
+from sim.envs.terms.navigate_observations import yaw_from_quat
 
 NEVER_M = 1.0e6
 """Distance/time standing for 'never' in the goto environment's own termination settings."""
@@ -88,6 +89,16 @@ class SkillDrivenQuadrotor:
         self.robot = self.env.robot
         self.reuse_env_observation = tuple(self.terms) == tuple(self.env.observation_terms)
         self._env_obs: torch.Tensor | None = None
+        self.heading = None
+        """The yaw loop under the skill (robot_hrl.runtime.heading.HeadingLoop: it owns the yaw torque), or None."""
+
+    def set_heading(self, spec) -> None:
+        """Fly with the heading loop of ``spec`` (a navigate contract's HeadingSpec; None: without one)."""
+        from robot_hrl.runtime.heading import HeadingLoop
+
+        self.heading = None if spec is None else HeadingLoop(
+            spec, self.skill.contract.action, float(self.robot.inertia_kgm2[2]), self.step_dt_s, self.num_envs,
+        ).to(self.env.position_w[:, 0])
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -128,10 +139,16 @@ class SkillDrivenQuadrotor:
         else:
             obs = self._env_obs
         actions = self.skill(obs)
-        applied = actions if action_filter is None else action_filter(actions)
+        applied = actions
+        if self.heading is not None:  # the yaw loop owns the yaw torque; the skill observes its own action
+            env = self.env
+            applied = self.heading.apply(actions, yaw_from_quat(env.quat_wxyz), env.angular_velocity_b[:, 2],
+                                         env.linear_velocity_w)
+        applied = applied if action_filter is None else action_filter(applied)
         out, _, dones, _ = self.env.step(applied)
         # (the goto step's own observation holds the APPLIED last action: built from the contract when they differ)
-        self._env_obs = out["policy"] if self.reuse_env_observation and action_filter is None else None
+        self._env_obs = (out["policy"] if self.reuse_env_observation and action_filter is None and self.heading is None
+                         else None)
         self.skill_last_action = actions
         crashed = dones.bool()
         if crashed.any():
@@ -155,4 +172,6 @@ class SkillDrivenQuadrotor:
         env.position_error_integral[ids] = 0.0
         env.episode_length_buf[ids] = 0
         self.skill_last_action[ids] = 0.0
+        if self.heading is not None:
+            self.heading.reset(ids)
         self._env_obs = None

@@ -106,8 +106,10 @@ class NavigateEnv(VecEnv):
                                       subgoal_radius_m=self.skill.contract.subgoal_radius_m,
                                       control_rate_hz=self.skill.contract.control_rate_hz),
             sensors=SensorSuiteRef(names=tuple(s.name for s in self.sensors), sha256=sensor_suite_sha256(self.sensors)),
-            memory=memory, trail=trail,
+            memory=memory, trail=trail, heading=cfg.heading.spec(),
         )
+        if self.contract.heading is not None:  # the yaw loop under the skill (robot_hrl.runtime.heading)
+            self.low.set_heading(self.contract.heading)
         self.pool = pool or build_room_pool(cfg, self.device)
         dens = self.pool.density
         self._density_rooms = [torch.nonzero(dens == i).squeeze(-1) for i in range(len(DENSITIES))]

@@ -82,6 +82,43 @@ class NavigateTrailCfg:
 
 
 @dataclass
+class NavigateHeadingCfg:
+    """The heading loop under the skill (robot_hrl.runtime.heading; the contract's ``heading`` section): the robot
+    turns to face its horizontal velocity, so the front ranger looks along its path. Off: the yaw stays where the
+    goto skill leaves it (the start's)."""
+
+    enabled: bool = False
+    max_rate_radps: float = 0.8
+    """The setpoint turns at most this fast (a quarter turn in 2 s: slow next to the yaw loop, so the skill's thrust
+    and tilt never meet a fast spin)."""
+    natural_frequency_radps: float = 3.0
+    """The yaw loop's natural frequency: well below the slowest motor's corner (1 / 0.15 s, the randomization's)."""
+    damping_ratio: float = 0.9
+    min_speed_mps: float = 0.2
+    """Below this horizontal speed the direction of motion is noise: the setpoint keeps its last target."""
+    max_error_rad: float = 0.5
+    """The setpoint stays this close to the yaw (nothing winds up while the shield's backup holds the yaw)."""
+
+    def spec(self):
+        """The contract's HeadingSpec, or None when off."""
+        from robot_hrl.contract.navigate import HeadingSpec
+
+        if not self.enabled:
+            return None
+        return HeadingSpec(max_rate_radps=self.max_rate_radps, natural_frequency_radps=self.natural_frequency_radps,
+                           damping_ratio=self.damping_ratio, min_speed_mps=self.min_speed_mps,
+                           max_error_rad=self.max_error_rad)
+
+    @classmethod
+    def of(cls, spec) -> "NavigateHeadingCfg":
+        """The heading a level's contract names (its ``heading``, a HeadingSpec; None: off)."""
+        if spec is None:
+            return cls(enabled=False)
+        return cls(enabled=True, max_rate_radps=spec.max_rate_radps, natural_frequency_radps=spec.natural_frequency_radps,
+                   damping_ratio=spec.damping_ratio, min_speed_mps=spec.min_speed_mps, max_error_rad=spec.max_error_rad)
+
+
+@dataclass
 class NavigateEnvCfg:
     skill_path: str = "models/crazyflie_goto.onnx"
     """The frozen goto skill (exported ONNX with its contract)."""
@@ -115,5 +152,6 @@ class NavigateEnvCfg:
     """The goto environment's native C step (None: when a C compiler is there)."""
     memory: NavigateMemoryCfg = field(default_factory=NavigateMemoryCfg)
     trail: NavigateTrailCfg = field(default_factory=NavigateTrailCfg)
+    heading: NavigateHeadingCfg = field(default_factory=NavigateHeadingCfg)
     rewards: NavigateRewardsCfg = field(default_factory=NavigateRewardsCfg)
     curriculum: NavigateCurriculumCfg = field(default_factory=NavigateCurriculumCfg)

@@ -1,0 +1,162 @@
+"""The heading loop onboard (``src/policy_heading.[ch]``): the C twin of robot_hrl.runtime.heading.HeadingLoop.
+
+A navigate level trained with the heading loop (its contract's ``heading``) is flown with the loop under the goto
+skill. Onboard the goto runs in ``controllerOutOfTree`` (deploy/crazyflie/c_controller.py), so the loop runs there
+too: after each policy inference the skill's normalized ``torque_z`` is replaced by the loop's, before the contract's
+mapping (``policyActionsToControl``); the policy still observes its own last action, as in Python.
+
+Its inputs from the firmware's structures: the yaw from ``state->attitudeQuaternion`` (body to world, the same
+formula as robot_hrl.contract.navigate.yaw_from_quat), the body z rate from ``sensors->gyro.z`` (deg/s, times
+pi/180) and the horizontal velocity ``state->velocity.x/y`` (m/s, world). Every constant comes from the level's
+HeadingSpec, the robot's yaw inertia and the goto contract's torque_z range. Without a heading section the file
+still exists and does nothing (``POLICY_HEADING_ENABLED`` 0), so one controller source serves both.
+
+tests/test_heading.py compiles it with gcc and checks it step by step against the numpy loop.
+"""
+
+from __future__ import annotations
+
+from robot_hrl.contract.schema import PolicyContract
+
+from deploy.crazyflie.c_model import c_float
+from deploy.crazyflie.errors import CodegenError
+
+HEADING_SOURCES: tuple[str, ...] = ("policy_heading.c",)
+
+
+def generate_heading_c(contract: PolicyContract, heading, inertia_zz_kgm2: float, banner: str) -> tuple[str, str]:
+    """(policy_heading.h, policy_heading.c) for the goto ``contract`` under a level's ``heading`` (None: a no-op)."""
+    from robot_hrl.runtime.heading import TORQUE_MODE
+
+    enabled = heading is not None
+    if enabled:
+        if contract.action.mode != TORQUE_MODE:
+            raise CodegenError(f"the level's heading loop commands the yaw torque of mode {TORQUE_MODE!r}; the goto "
+                               f"skill's mode is {contract.action.mode!r}: export a level trained without --heading")
+        names = [t.name for t in contract.action.terms]
+        index = names.index("torque_z")
+        term = contract.action.terms[index]
+        dt = 1.0 / float(contract.control_rate_hz)
+        wn = heading.natural_frequency_radps
+        constants = {
+            "POLICY_HEADING_INDEX": str(index),
+            "POLICY_HEADING_DT_S": c_float(dt),
+            "POLICY_HEADING_MAX_STEP_RAD": c_float(heading.max_rate_radps * dt),
+            "POLICY_HEADING_MAX_ERROR_RAD": c_float(heading.max_error_rad),
+            "POLICY_HEADING_MIN_SPEED2": c_float(heading.min_speed_mps ** 2),
+            "POLICY_HEADING_KP": c_float(wn * wn),
+            "POLICY_HEADING_KD": c_float(2.0 * heading.damping_ratio * wn),
+            "POLICY_HEADING_IZZ": c_float(inertia_zz_kgm2),
+            "POLICY_HEADING_LOW_NM": c_float(term.low),
+            "POLICY_HEADING_HIGH_NM": c_float(term.high),
+        }
+        what = (f"heading {heading.mode}: setpoint at most {heading.max_rate_radps:g} rad/s, w_n {wn:g} rad/s, zeta "
+                f"{heading.damping_ratio:g}, below {heading.min_speed_mps:g} m/s the target holds, setpoint within "
+                f"{heading.max_error_rad:g} rad of the yaw")
+    else:
+        constants, what = {}, "no heading loop: the level names none (the goto skill's own yaw torque flies)"
+    defines = "\n".join(f"#define {k} {v}" for k, v in constants.items())
+    h = f"""{banner}
+#ifndef POLICY_HEADING_H
+#define POLICY_HEADING_H
+
+#include "stabilizer_types.h"
+
+/* {what} (robot_hrl.runtime.heading). */
+#define POLICY_HEADING_ENABLED {1 if enabled else 0}
+
+/* Forget the setpoint: the next call starts from the robot's yaw (a new policy episode). */
+void policyHeadingReset(void);
+
+/* One control period: replace the normalized torque_z of ``actions`` by the loop's (yaw rad, yaw rate rad/s,
+ * velocity m/s world). A no-op without a heading loop. */
+void policyHeadingApply(float yaw_rad, float yaw_rate_radps, float vx_mps, float vy_mps, float *actions);
+
+/* policyHeadingApply from the firmware's state estimate and gyro. */
+void policyHeadingApplyState(const state_t *state, const sensorData_t *sensors, float *actions);
+
+#endif /* POLICY_HEADING_H */
+"""
+    if not enabled:
+        c = f"""{banner}
+#include "policy_heading.h"
+
+void policyHeadingReset(void) {{}}
+
+void policyHeadingApply(float yaw_rad, float yaw_rate_radps, float vx_mps, float vy_mps, float *actions)
+{{
+  (void)yaw_rad; (void)yaw_rate_radps; (void)vx_mps; (void)vy_mps; (void)actions;
+}}
+
+void policyHeadingApplyState(const state_t *state, const sensorData_t *sensors, float *actions)
+{{
+  (void)state; (void)sensors; (void)actions;
+}}
+"""
+        return h, c
+    c = f"""{banner}
+#include <math.h>
+
+#include "policy_heading.h"
+
+{defines}
+#define POLICY_HEADING_PI 3.14159265358979f
+#define POLICY_HEADING_DEG_TO_RAD 0.0174532925f
+
+static float headingSetpoint = NAN;  /* the yaw the loop steers to, rad (NaN: not started) */
+static float headingTarget = NAN;    /* the last direction of the horizontal velocity, rad */
+
+/* numpy's remainder(a + pi, 2 pi) - pi: in [-pi, pi) */
+static float headingWrap(float a)
+{{
+  float r = fmodf(a + POLICY_HEADING_PI, 2.0f * POLICY_HEADING_PI);
+  if (r < 0.0f) {{
+    r += 2.0f * POLICY_HEADING_PI;
+  }}
+  return r - POLICY_HEADING_PI;
+}}
+
+static float headingClamp(float x, float lo, float hi)
+{{
+  return x < lo ? lo : (x > hi ? hi : x);
+}}
+
+void policyHeadingReset(void)
+{{
+  headingSetpoint = NAN;
+  headingTarget = NAN;
+}}
+
+void policyHeadingApply(float yaw_rad, float yaw_rate_radps, float vx_mps, float vy_mps, float *actions)
+{{
+  if (isnan(headingSetpoint)) {{
+    headingSetpoint = yaw_rad;
+  }}
+  if (isnan(headingTarget)) {{
+    headingTarget = yaw_rad;
+  }}
+  if (vx_mps * vx_mps + vy_mps * vy_mps >= POLICY_HEADING_MIN_SPEED2) {{
+    headingTarget = atan2f(vy_mps, vx_mps);
+  }}
+  const float step = headingClamp(headingWrap(headingTarget - headingSetpoint), -POLICY_HEADING_MAX_STEP_RAD,
+                                  POLICY_HEADING_MAX_STEP_RAD);
+  const float setpoint = yaw_rad + headingClamp(headingWrap(headingSetpoint + step - yaw_rad),
+                                                -POLICY_HEADING_MAX_ERROR_RAD, POLICY_HEADING_MAX_ERROR_RAD);
+  headingSetpoint = headingWrap(setpoint);
+  const float rate_sp = step / POLICY_HEADING_DT_S;
+  float torque = POLICY_HEADING_IZZ * (POLICY_HEADING_KP * headingWrap(headingSetpoint - yaw_rad)
+                                       + POLICY_HEADING_KD * (rate_sp - yaw_rate_radps));
+  torque = headingClamp(torque, POLICY_HEADING_LOW_NM, POLICY_HEADING_HIGH_NM);
+  /* the contract's one mapping, inverted for this term */
+  actions[POLICY_HEADING_INDEX] = 2.0f * (torque - POLICY_HEADING_LOW_NM) / (POLICY_HEADING_HIGH_NM - POLICY_HEADING_LOW_NM) - 1.0f;
+}}
+
+void policyHeadingApplyState(const state_t *state, const sensorData_t *sensors, float *actions)
+{{
+  const float w = state->attitudeQuaternion.w, x = state->attitudeQuaternion.x;
+  const float y = state->attitudeQuaternion.y, z = state->attitudeQuaternion.z;
+  const float yaw = atan2f(2.0f * (w * z + x * y), 1.0f - 2.0f * (y * y + z * z));
+  policyHeadingApply(yaw, sensors->gyro.z * POLICY_HEADING_DEG_TO_RAD, state->velocity.x, state->velocity.y, actions);
+}}
+"""
+    return h, c

@@ -1,0 +1,159 @@
+"""The heading loop: the robot turns to face where it flies, so its front ranger looks along its path.
+
+The goto skill holds no yaw: its reward has no yaw term and it is trained from random yaws
+(``sim/envs/goto_env_cfg.py``), so it flies the same at any heading and leaves its yaw where it
+was. A Crazyflie's Multi-ranger deck sees four 27-degree cones (robot_hrl/robots/crazyflie_2x/rangers.py);
+between them lie 63-degree blind sectors, and a pillar met inside one is seen only at arm's length
+(benchmarks/README.md, "Issue #19: facing the motion"). This loop owns the yaw torque of a
+``collective_thrust_body_torque`` command: it replaces the skill's ``torque_z`` by a PD law on the
+yaw toward a setpoint that turns toward the horizontal velocity at ``max_rate_radps``. The skill
+keeps its thrust and roll/pitch torques (a quadrotor's yaw is decoupled from them in the mixer,
+crazyflie-firmware ``power_distribution_quadrotor.c``), and still observes its own last action, as
+the runtime's ``OnnxPolicy`` keeps it.
+
+The law, per control period ``dt`` (yaw ``psi``, body yaw rate ``r``, both from the state):
+
+- target: ``atan2(v_y, v_x)`` while the horizontal speed is at least ``min_speed_mps``, else the last one;
+- setpoint: moves toward the target by at most ``max_rate_radps * dt`` (the setpoint's rate ``r_sp``), and is
+  kept within ``max_error_rad`` of the yaw (a backup controller that held the yaw meanwhile winds nothing up);
+- torque: ``I_zz (w_n^2 wrap(psi_sp - psi) + 2 zeta w_n (r_sp - r))``, clipped to the contract's torque_z range.
+
+One implementation for numpy (the runtime, PyBullet, the skill node) and torch (the batched
+simulator): :class:`HeadingLoop` picks its array functions from its inputs; tests/test_heading.py
+checks the two agree and that the yaw follows the velocity in the simulators. The navigate
+contract's ``heading`` section (robot_hrl.contract.navigate.HeadingSpec) says a level was trained
+with it; whoever flies that level runs the loop under the goto skill.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from robot_hrl.errors import ConfigError
+
+TORQUE_MODE = "collective_thrust_body_torque"
+"""The action mode whose yaw torque the loop owns (its term ``torque_z``)."""
+
+
+def _ops(x):
+    """(atan2, clip, where, remainder) for numpy arrays or torch tensors."""
+    if isinstance(x, np.ndarray):
+        return np.arctan2, np.clip, np.where, np.remainder
+    import torch
+
+    return torch.atan2, torch.clamp, torch.where, torch.remainder
+
+
+class HeadingLoop:
+    """Face-the-velocity yaw control for ``num_envs`` robots (one in the runtime).
+
+    ``spec``: the contract's :class:`~robot_hrl.contract.navigate.HeadingSpec`; ``action``: the goto skill's
+    ActionSpec (mode ``collective_thrust_body_torque``); ``inertia_zz_kgm2``: the robot's yaw inertia
+    (``robot.inertia_kgm2[2]``); ``dt_s``: the control period."""
+
+    def __init__(self, spec, action, inertia_zz_kgm2: float, dt_s: float, num_envs: int = 1):
+        if action.mode != TORQUE_MODE:
+            raise ConfigError(f"heading {spec.mode!r}: the skill's action mode is {action.mode!r}; the heading loop "
+                              f"commands the yaw torque of mode {TORQUE_MODE!r}. Fly this level over a goto skill "
+                              "with that mode, or export the level without a heading section")
+        names = [t.name for t in action.terms]
+        if "torque_z" not in names:
+            raise ConfigError(f"heading: the skill's action terms {names} have no torque_z")
+        if not (math.isfinite(inertia_zz_kgm2) and inertia_zz_kgm2 > 0 and math.isfinite(dt_s) and dt_s > 0):
+            raise ConfigError(f"heading: inertia_zz_kgm2={inertia_zz_kgm2!r} and dt_s={dt_s!r} must be > 0")
+        self.spec = spec
+        self.index = names.index("torque_z")
+        """The command's column the loop writes."""
+        term = action.terms[self.index]
+        self.low_nm, self.high_nm = float(term.low), float(term.high)
+        self.inertia_zz_kgm2 = float(inertia_zz_kgm2)
+        self.dt_s = float(dt_s)
+        self.kp_per_s2 = spec.natural_frequency_radps ** 2
+        self.kd_per_s = 2.0 * spec.damping_ratio * spec.natural_frequency_radps
+        self.num_envs = int(num_envs)
+        self.setpoint_rad = np.full(self.num_envs, np.nan)
+        """The yaw the loop steers to, rad (NaN: not started; the first call takes the robot's yaw)."""
+        self.target_rad = np.full(self.num_envs, np.nan)
+        """Where the setpoint turns to: the last direction of the horizontal velocity, rad."""
+
+    def to(self, like) -> "HeadingLoop":
+        """Keep the state as ``like``'s array type (a torch tensor on its device, or numpy)."""
+        if not isinstance(like, np.ndarray):
+            import torch
+
+            self.setpoint_rad = torch.as_tensor(np.asarray(self.setpoint_rad), dtype=like.dtype, device=like.device)
+            self.target_rad = self.setpoint_rad.clone()
+        return self
+
+    def reset(self, ids=None) -> None:
+        """Forget the setpoint (of robots ``ids``; None: all): the next call starts from their yaw."""
+        sel = slice(None) if ids is None else ids
+        self.setpoint_rad[sel] = math.nan
+        self.target_rad[sel] = math.nan
+
+    def torque_nm(self, yaw_rad, yaw_rate_radps, velocity_w):
+        """Advance one control period; returns the yaw torque (N,), N m. ``yaw_rad`` (N,), ``yaw_rate_radps`` (N,): the
+        body z rate, ``velocity_w`` (N, >=2) world frame."""
+        atan2, clip, where, remainder = _ops(yaw_rad)
+        s = self.spec
+
+        def wrap(a):
+            return remainder(a + math.pi, 2.0 * math.pi) - math.pi
+
+        fresh = self.setpoint_rad != self.setpoint_rad  # NaN: a robot that just started
+        self.setpoint_rad = where(fresh, yaw_rad, self.setpoint_rad)
+        self.target_rad = where(self.target_rad != self.target_rad, yaw_rad, self.target_rad)
+        vx, vy = velocity_w[..., 0], velocity_w[..., 1]
+        moving = vx * vx + vy * vy >= s.min_speed_mps ** 2
+        self.target_rad = where(moving, atan2(vy, vx), self.target_rad)
+        step = clip(wrap(self.target_rad - self.setpoint_rad), -s.max_rate_radps * self.dt_s, s.max_rate_radps * self.dt_s)
+        setpoint = yaw_rad + clip(wrap(self.setpoint_rad + step - yaw_rad), -s.max_error_rad, s.max_error_rad)
+        self.setpoint_rad = wrap(setpoint)
+        rate_sp = step / self.dt_s
+        torque = self.inertia_zz_kgm2 * (self.kp_per_s2 * wrap(self.setpoint_rad - yaw_rad)
+                                         + self.kd_per_s * (rate_sp - yaw_rate_radps))
+        return clip(torque, self.low_nm, self.high_nm)
+
+    def apply(self, actions, yaw_rad, yaw_rate_radps, velocity_w):
+        """The skill's normalized actions (N, A) with the ``torque_z`` column replaced by the loop's (a new array)."""
+        torque = self.torque_nm(yaw_rad, yaw_rate_radps, velocity_w)
+        out = actions.copy() if isinstance(actions, np.ndarray) else actions.clone()
+        # the contract's one mapping, inverted for this term: a = 2 (tau - low) / (high - low) - 1
+        out[..., self.index] = 2.0 * (torque - self.low_nm) / (self.high_nm - self.low_nm) - 1.0
+        return out
+
+    def apply_state(self, actions, state):
+        """:meth:`apply` for one robot from a :class:`robot_hrl.state.RobotState` (the runtime's loop)."""
+        from robot_hrl.contract.navigate import yaw_from_quat
+
+        yaw = np.atleast_1d(yaw_from_quat(np.asarray(state.quat_wxyz, dtype=np.float64)))
+        rate = np.atleast_1d(float(np.asarray(state.angular_velocity_b, dtype=np.float64)[2]))
+        v = np.asarray(state.linear_velocity_w, dtype=np.float64)[None]
+        return self.apply(np.asarray(actions, dtype=np.float64)[None], yaw, rate, v)[0]
+
+
+def heading_loop(spec, policy, num_envs: int = 1) -> HeadingLoop | None:
+    """The loop a level's ``heading`` section asks for under ``policy`` (the goto skill: its ``contract`` and ``robot``),
+    or None when the level has no heading section."""
+    if spec is None:
+        return None
+    inertia = getattr(policy.robot, "inertia_kgm2", None)
+    if inertia is None:
+        raise ConfigError(f"heading {spec.mode!r}: robot {policy.robot.name!r} has no yaw inertia (inertia_kgm2); the heading "
+                          "loop is for quadrotors")
+    inertia = float(inertia[2])
+    return HeadingLoop(spec, policy.contract.action, inertia, 1.0 / float(policy.contract.control_rate_hz), num_envs)
+
+
+def heading_of_level(level_path, policy):
+    """The heading loop (robot_hrl.runtime.heading) a navigate level's contract asks of the skill below it, or None when
+    it names none. ContractError (the node does not start) when the level was not trained over this skill."""
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
+    from robot_hrl.runtime import read_model_metadata, sha256_file
+
+    contract = NavigateContract.from_json(read_model_metadata(level_path).get(NAVIGATE_METADATA_KEY))
+    path = getattr(policy, "path", None)
+    contract.check_lower_skill(policy.contract, sha256_file(path) if path is not None else None)
+    return heading_loop(contract.heading, policy)

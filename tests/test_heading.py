@@ -1,0 +1,283 @@
+"""The heading loop (robot_hrl.runtime.heading): one law for numpy and torch, the contract's section, the simulators
+and the skill node running it, and its refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from robot_hrl.contract.navigate import HeadingSpec, NavigateContract
+from robot_hrl.errors import ConfigError, ContractError
+from robot_hrl.runtime.heading import HeadingLoop, heading_loop
+
+SPEC = HeadingSpec(max_rate_radps=0.8, natural_frequency_radps=3.0, damping_ratio=0.9, min_speed_mps=0.2,
+                   max_error_rad=0.5)
+
+
+@pytest.fixture(scope="module")
+def goto(repo_root):
+    from robot_hrl.runtime import OnnxPolicy
+
+    return OnnxPolicy(repo_root / "models/crazyflie_goto.onnx", provider="cpu")
+
+
+def _wrap(a):
+    return (np.asarray(a) + math.pi) % (2 * math.pi) - math.pi
+
+
+def test_numpy_and_torch_run_the_same_law(goto):
+    """Random yaws, rates, velocities (slow ones included, where the target holds) and resets: the two array kinds
+    agree step by step, and the torque never leaves the contract's range."""
+    rng = np.random.default_rng(4)
+    n = 16
+    a = heading_loop(SPEC, goto, n)
+    b = heading_loop(SPEC, goto, n).to(torch.zeros(1, dtype=torch.float64))
+    term = goto.contract.action.terms[a.index]
+    for k in range(300):
+        yaw = rng.uniform(-math.pi, math.pi, n)
+        rate = rng.normal(0.0, 1.0, n)
+        vel = rng.normal(0.0, 0.4, (n, 3))
+        actions = rng.uniform(-1, 1, (n, 4))
+        if k % 37 == 5:
+            ids = rng.choice(n, 3, replace=False)
+            a.reset(ids)
+            b.reset(torch.as_tensor(ids))
+        out_a = a.apply(actions, yaw, rate, vel)
+        out_b = b.apply(torch.as_tensor(actions), torch.as_tensor(yaw), torch.as_tensor(rate), torch.as_tensor(vel))
+        np.testing.assert_allclose(out_b.numpy(), out_a, atol=1e-9)
+        np.testing.assert_array_equal(np.delete(out_a, a.index, axis=1), np.delete(actions, a.index, axis=1))
+        assert np.all(np.abs(out_a[:, a.index]) <= 1.0 + 1e-12)
+        assert np.all(np.abs(_wrap(a.setpoint_rad - yaw)) <= SPEC.max_error_rad + 1e-9)
+    assert term.name == "torque_z"
+
+
+def test_the_setpoint_turns_toward_the_velocity_at_its_rate_and_holds_when_slow(goto):
+    loop = heading_loop(SPEC, goto)
+    dt = loop.dt_s
+    yaw = np.zeros(1)
+    loop.apply(np.zeros((1, 4)), yaw, np.zeros(1), np.array([[0.0, 1.0, 0.0]]))  # moving along +y: target pi/2
+    assert loop.target_rad[0] == pytest.approx(math.pi / 2)
+    assert loop.setpoint_rad[0] == pytest.approx(SPEC.max_rate_radps * dt)  # one step of the rate limit
+    # too slow to tell a direction: the target stays
+    loop.apply(np.zeros((1, 4)), yaw, np.zeros(1), np.array([[0.1, -0.1, 0.0]]))
+    assert loop.target_rad[0] == pytest.approx(math.pi / 2)
+    # a yaw left behind (the backup held it): the setpoint is pulled back to within max_error_rad
+    loop.setpoint_rad[:] = 2.5
+    loop.apply(np.zeros((1, 4)), yaw, np.zeros(1), np.zeros((1, 3)))
+    assert abs(loop.setpoint_rad[0]) <= SPEC.max_error_rad + 1e-12
+    # the torque: I_zz (wn^2 e + 2 zeta wn (r_sp - r)) at a small error, no rate
+    loop = heading_loop(SPEC, goto)
+    loop.setpoint_rad[:] = 0.0
+    loop.target_rad[:] = 0.0
+    torque = loop.torque_nm(np.array([-0.01]), np.zeros(1), np.zeros((1, 3)))
+    inertia = goto.robot.inertia_kgm2[2]
+    assert torque[0] == pytest.approx(inertia * SPEC.natural_frequency_radps ** 2 * 0.01)
+
+
+def test_a_loop_for_another_action_mode_or_without_inertia_is_refused(goto):
+    from robot_hrl.contract.schema import ActionSpec, ActionTerm
+
+    wheels = ActionSpec(mode="body_velocity", terms=tuple(
+        ActionTerm(name=n, units="u", low=-1.0, high=1.0) for n in ("linear_x", "angular_z")))
+    with pytest.raises(ConfigError, match="collective_thrust_body_torque") as info:
+        HeadingLoop(SPEC, wheels, 2.9e-5, 0.01)
+    assert "without a heading section" in str(info.value)
+    with pytest.raises(ConfigError, match="must be > 0"):
+        HeadingLoop(SPEC, goto.contract.action, float("nan"), 0.01)
+
+    class Wheeled:
+        name = "diff_drive"
+        contract = goto.contract
+    Wheeled.robot = Wheeled
+    with pytest.raises(ConfigError, match="no yaw inertia"):
+        heading_loop(SPEC, Wheeled)
+
+
+@pytest.mark.parametrize("field,value", [("max_rate_radps", 0.0), ("damping_ratio", -1.0), ("max_error_rad", 4.0),
+                                         ("mode", "face_goal"), ("min_speed_mps", float("nan"))])
+def test_a_contract_with_a_bad_heading_is_refused_with_the_fix(repo_root, field, value):
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+    from robot_hrl.runtime import read_model_metadata
+
+    data = json.loads(read_model_metadata(repo_root / "models/crazyflie_navigate.onnx")[NAVIGATE_METADATA_KEY])
+    assert NavigateContract.model_validate(data).heading is None  # the shipped level's: no heading section
+    data["heading"] = {**SPEC.model_dump(), field: value}
+    with pytest.raises(ContractError, match="malformed") as info:
+        NavigateContract.from_json(json.dumps(data))
+    assert "re-export" in str(info.value)
+    data["heading"] = SPEC.model_dump()
+    assert NavigateContract.from_json(json.dumps(data)).heading == SPEC
+
+
+def test_the_batched_simulator_turns_the_robot_to_its_velocity():
+    """The frozen goto skill with the loop under it, flown toward fixed world directions: the yaw ends on the velocity,
+    and the contract names the loop."""
+    from sim.envs.navigate_env import NavigateEnv
+    from sim.envs.navigate_env_cfg import NavigateEnvCfg
+    from sim.envs.terms.navigate_observations import world_to_yaw, yaw_from_quat
+
+    cfg = NavigateEnvCfg(rooms_per_density=2, randomize=False, range_noise=False)
+    cfg.curriculum.enabled = False
+    cfg.heading.enabled = True
+    env = NavigateEnv(cfg, num_envs=6, seed=1)
+    assert env.contract.heading == cfg.heading.spec()
+    env.pool.box_valid[:] = False  # an empty room: every robot flies its straight line (the turn is what is judged)
+    angles = torch.linspace(-2.5, 2.5, 6)
+    direction = torch.stack((torch.cos(angles), torch.sin(angles)), dim=-1)
+    start_error = None
+    for k in range(8):  # 4 s
+        a = world_to_yaw(direction, yaw_from_quat(env.low.quat_wxyz)) * 0.6
+        _, _, dones, _ = env.step(a)
+        assert not dones.any()
+        v = env.low.linear_velocity_w
+        error = torch.remainder(torch.atan2(v[:, 1], v[:, 0]) - yaw_from_quat(env.low.quat_wxyz) + math.pi, 2 * math.pi) - math.pi
+        start_error = error.abs() if start_error is None else start_error
+    assert (start_error > 0.5).any()  # some started well off their direction of flight
+    assert error.abs().max() < 0.25, error
+
+
+def test_pybullet_flies_the_loop_from_the_contract(repo_root):
+    """The runtime's loop in PyBullet (``fly_pybullet``): a level whose contract names a heading turns the robot."""
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+    from robot_hrl.runtime import read_model_metadata
+    from robot_hrl.world.rooms import generate_room
+    from sim.evaluate_navigate import fly_pybullet, load_learned
+
+    data = json.loads(read_model_metadata(repo_root / "models/crazyflie_navigate.onnx")[NAVIGATE_METADATA_KEY])
+    data["heading"] = SPEC.model_dump()
+    contract = NavigateContract.from_json(json.dumps(data))
+    _, session = load_learned(repo_root / "models/crazyflie_navigate.onnx", repo_root / "models/crazyflie_goto.onnx")
+    room = generate_room("sparse", 1000000001, "eval")
+    yaws = {}
+    import sim.pybullet.quadrotor_sim as qs
+
+    step = qs.PyBulletQuadrotorSim.step
+
+    def spy(self, wrench):
+        state = step(self, wrench)
+        from robot_hrl.contract.navigate import yaw_from_quat
+
+        yaws.setdefault("log", []).append((float(yaw_from_quat(state.quat_wxyz)),
+                                           math.atan2(state.linear_velocity_w[1], state.linear_velocity_w[0]),
+                                           float(np.hypot(*state.linear_velocity_w[:2]))))
+        return state
+
+    qs.PyBulletQuadrotorSim.step = spy
+    try:
+        out = fly_pybullet(room, lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0],
+                           repo_root / "models/crazyflie_goto.onnx", seed=3, time_limit_s=6.0, contract=contract)
+    finally:
+        qs.PyBulletQuadrotorSim.step = step
+    log = np.array(yaws["log"])
+    fast = log[200:][log[200:, 2] > 0.5]  # after 2 s, while it flies
+    assert len(fast) > 50 and not out["collided"]
+    assert np.median(np.abs(_wrap(fast[:, 0] - fast[:, 1]))) < 0.3
+
+
+def test_the_skill_node_runs_the_levels_loop_and_refuses_a_level_over_another_skill(repo_root, tmp_path, goto):
+    import onnx
+
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+    from robot_hrl.launch.graph import check_arguments, node_parameters, NAVIGATION_NODES
+    from robot_hrl.nodes.skill_core import SkillCore
+    from robot_hrl.runtime.heading import heading_of_level
+    from robot_hrl.robots import CRAZYFLIE_2X
+    from robot_hrl.safety import Shield
+    from robot_hrl.state import RobotState
+    from robot_hrl.world import load_world
+
+    level = repo_root / "models/crazyflie_navigate.onnx"
+    assert heading_of_level(level, goto) is None  # the shipped level names no heading: nothing runs
+    model = onnx.load(level)
+    entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
+    data = json.loads(entry.value)
+    data["heading"] = SPEC.model_dump()
+    entry.value = json.dumps(data)
+    onnx.save(model, tmp_path / "level_heading.onnx")
+    loop = heading_of_level(tmp_path / "level_heading.onnx", goto)
+    assert isinstance(loop, HeadingLoop) and loop.spec == SPEC
+    data["lower_skill"]["model_sha256"] = "0" * 64
+    entry.value = json.dumps(data)
+    onnx.save(model, tmp_path / "level_other.onnx")
+    with pytest.raises(ContractError, match="another goto model"):
+        heading_of_level(tmp_path / "level_other.onnx", goto)
+    # the launch hands the skill node the learned level's file (and nothing for the other planners)
+    skill_spec = next(s for s in NAVIGATION_NODES if s.name == "skill_node")
+    assert node_parameters(skill_spec, check_arguments({"planner": "learned"}))["heading_model"] == \
+        "models/crazyflie_navigate.onnx"
+    assert "heading_model" not in node_parameters(skill_spec, check_arguments({"planner": "symbolic"}))
+    # the core: the policy's command with the loop's yaw torque, then the shield
+    world = load_world(repo_root / "models/worlds/demo.yaml")
+    core = SkillCore(goto, Shield.from_yaml(None, CRAZYFLIE_2X, world, goto.contract.subgoal_radius_m), world,
+                     heading=loop)
+    c = math.cos(0.2)
+    state = RobotState(position_w=np.array([1.0, 1.0, 1.0]), quat_wxyz=np.array([c, 0.0, 0.0, math.sin(0.2)]),
+                       linear_velocity_w=np.array([0.0, 0.6, 0.0]), angular_velocity_b=np.zeros(3), stamp_s=0.0)
+    core.on_state(state, 0.0)
+    core.on_subgoal((1.0, 1.6, 1.0), 0.0)
+    out = core.tick(0.0)
+    yaw_torque = out.command[3]
+    # the loop's torque toward the velocity (+y, left of the robot's 0.4 rad yaw): positive, within its range
+    assert 0.0 < yaw_torque <= loop.high_nm + 1e-12
+    assert loop.target_rad[0] == pytest.approx(math.pi / 2)
+
+
+def _level_with_heading(repo_root, path):
+    import onnx
+
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+
+    model = onnx.load(repo_root / "models/crazyflie_navigate.onnx")
+    entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
+    data = json.loads(entry.value)
+    data["heading"] = SPEC.model_dump()
+    entry.value = json.dumps(data)
+    onnx.save(model, path)
+    return path
+
+
+def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto):
+    """``robot-hrl export-c --navigate`` of a level with a heading: the controller calls the generated loop, and the
+    loop compiled with gcc agrees with the numpy one step by step (float32 against float64)."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    from deploy.crazyflie.codegen import STUB_DIR, generate_project
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    level = _level_with_heading(repo_root, tmp_path / "level_heading.onnx")
+    project = generate_project(repo_root / "models/crazyflie_goto.onnx", tmp_path / "cf", navigate=level)
+    src = project.out_dir / "src"
+    assert "#define POLICY_HEADING_ENABLED 1" in (src / "policy_heading.h").read_text()
+    assert "policyHeadingApplyState(state, sensors, policyApplied);" in (src / "controller_policy.c").read_text()
+    assert src / "policy_heading.c" in project.sources
+    lib = tmp_path / "heading.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-std=c11", "-Wall", "-Werror", f"-I{STUB_DIR}", f"-I{src}",
+                    str(src / "policy_heading.c"), "-o", str(lib), "-lm"], check=True)
+    c = ctypes.CDLL(str(lib))
+    f32 = np.ctypeslib.ndpointer(dtype=np.float32, flags="C_CONTIGUOUS")
+    c.policyHeadingApply.argtypes = [ctypes.c_float] * 4 + [f32]
+    loop = heading_loop(SPEC, goto)
+    rng = np.random.default_rng(11)
+    yaw = 0.3
+    for k in range(400):
+        if k == 250:
+            c.policyHeadingReset()
+            loop.reset()
+        yaw = float(_wrap(yaw + rng.normal(0.0, 0.05)))
+        rate, v = float(rng.normal(0.0, 0.5)), rng.normal(0.0, 0.5, 3)
+        actions = rng.uniform(-1, 1, 4).astype(np.float32)
+        out_c = actions.copy()
+        c.policyHeadingApply(yaw, rate, float(v[0]), float(v[1]), out_c)
+        out_py = loop.apply(actions.astype(np.float64)[None], np.array([yaw]), np.array([rate]), v[None])[0]
+        np.testing.assert_allclose(out_c, out_py, atol=2e-4)
+    # a level without a heading: the same file, a no-op
+    plain = generate_project(repo_root / "models/crazyflie_goto.onnx", tmp_path / "cf_plain",
+                             navigate=repo_root / "models/crazyflie_navigate.onnx")
+    assert "#define POLICY_HEADING_ENABLED 0" in (plain.out_dir / "src/policy_heading.h").read_text()
