@@ -195,6 +195,10 @@ def test_the_skill_node_runs_the_levels_loop_and_refuses_a_level_over_another_sk
     model = onnx.load(level)
     entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
     data = json.loads(entry.value)
+    data["heading"] = None
+    entry.value = json.dumps(data)
+    onnx.save(model, tmp_path / "level_plain.onnx")
+    assert heading_of_level(tmp_path / "level_plain.onnx", goto) is None  # a level without one: nothing runs
     data["heading"] = SPEC.model_dump()
     entry.value = json.dumps(data)
     onnx.save(model, tmp_path / "level_heading.onnx")
@@ -277,7 +281,6 @@ def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto):
         c.policyHeadingApply(yaw, rate, float(v[0]), float(v[1]), out_c)
         out_py = loop.apply(actions.astype(np.float64)[None], np.array([yaw]), np.array([rate]), v[None])[0]
         np.testing.assert_allclose(out_c, out_py, atol=2e-4)
-    # a level without a heading: the same file, a no-op
-    plain = generate_project(repo_root / "models/crazyflie_goto.onnx", tmp_path / "cf_plain",
-                             navigate=repo_root / "models/crazyflie_navigate.onnx")
+    # the goto alone (no level, so no heading): the same file, a no-op
+    plain = generate_project(repo_root / "models/crazyflie_goto.onnx", tmp_path / "cf_plain")
     assert "#define POLICY_HEADING_ENABLED 0" in (plain.out_dir / "src/policy_heading.h").read_text()

@@ -1,8 +1,10 @@
 """The heading loop: the robot turns to face where it flies, so its front ranger looks along its path.
 
-The goto skill holds no yaw: its reward has no yaw term and it is trained from random yaws
-(``sim/envs/goto_env_cfg.py``), so it flies the same at any heading and leaves its yaw where it
-was. A Crazyflie's Multi-ranger deck sees four 27-degree cones (robot_hrl/robots/crazyflie_2x/rangers.py);
+The goto skill has no yaw command: its reward has no yaw term and it is trained from random yaws
+(``sim/envs/goto_env_cfg.py``). It is not yaw-neutral, though: left alone it turns slowly to a yaw of
+its own, and held elsewhere its own ``torque_z`` (which it observes as its last action) runs out of
+range and it hovers 0.19 m low (docs/navigation_learned.md, "Facing the motion"). So no shipped
+level names this loop yet; it waits for a goto skill trained with it. A Crazyflie's Multi-ranger deck sees four 27-degree cones (robot_hrl/robots/crazyflie_2x/rangers.py);
 between them lie 63-degree blind sectors, and a pillar met inside one is seen only at arm's length
 (benchmarks/README.md, "Issue #19: facing the motion"). This loop owns the yaw torque of a
 ``collective_thrust_body_torque`` command: it replaces the skill's ``torque_z`` by a PD law on the
@@ -64,6 +66,8 @@ class HeadingLoop:
         if not (math.isfinite(inertia_zz_kgm2) and inertia_zz_kgm2 > 0 and math.isfinite(dt_s) and dt_s > 0):
             raise ConfigError(f"heading: inertia_zz_kgm2={inertia_zz_kgm2!r} and dt_s={dt_s!r} must be > 0")
         self.spec = spec
+        self.action = action
+        """The skill's ActionSpec (its one mapping turns the loop's torque into the normalized action)."""
         self.index = names.index("torque_z")
         """The command's column the loop writes."""
         term = action.terms[self.index]
@@ -118,10 +122,13 @@ class HeadingLoop:
 
     def apply(self, actions, yaw_rad, yaw_rate_radps, velocity_w):
         """The skill's normalized actions (N, A) with the ``torque_z`` column replaced by the loop's (a new array)."""
+        from robot_hrl.contract.action_modes import command_to_normalized, normalized_to_command
+
         torque = self.torque_nm(yaw_rad, yaw_rate_radps, velocity_w)
+        command = normalized_to_command(self.action, actions)  # the contract's one mapping, both ways
+        command[..., self.index] = torque
         out = actions.copy() if isinstance(actions, np.ndarray) else actions.clone()
-        # the contract's one mapping, inverted for this term: a = 2 (tau - low) / (high - low) - 1
-        out[..., self.index] = 2.0 * (torque - self.low_nm) / (self.high_nm - self.low_nm) - 1.0
+        out[..., self.index] = command_to_normalized(self.action, command)[..., self.index]
         return out
 
     def apply_state(self, actions, state):

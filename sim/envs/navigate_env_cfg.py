@@ -84,15 +84,16 @@ class NavigateTrailCfg:
 @dataclass
 class NavigateHeadingCfg:
     """The heading loop under the skill (robot_hrl.runtime.heading; the contract's ``heading`` section): the robot
-    turns to face its horizontal velocity, so the front ranger looks along its path. Off: the yaw stays where the
-    goto skill leaves it (the start's)."""
+    turns to face its horizontal velocity, so the front ranger looks along its path. Off: the goto skill's own yaw
+    (it has no yaw command; docs/navigation_learned.md, "Facing the motion", on why no shipped level uses the loop)."""
 
     enabled: bool = False
-    max_rate_radps: float = 0.8
-    """The setpoint turns at most this fast (a quarter turn in 2 s: slow next to the yaw loop, so the skill's thrust
-    and tilt never meet a fast spin)."""
-    natural_frequency_radps: float = 3.0
-    """The yaw loop's natural frequency: well below the slowest motor's corner (1 / 0.15 s, the randomization's)."""
+    max_rate_radps: float = 2.0
+    """The setpoint turns at most this fast: a quarter turn in 0.8 s, so the front cone is back on the path soon after
+    a turn (0.8 rad/s left it off for seconds: 3 contacts in 300 flights against 0; benchmarks/README.md, "Issue #19:
+    facing the motion")."""
+    natural_frequency_radps: float = 5.0
+    """The yaw loop's natural frequency: below the slowest motor's corner (1 / 0.15 s, the randomization's)."""
     damping_ratio: float = 0.9
     min_speed_mps: float = 0.2
     """Below this horizontal speed the direction of motion is noise: the setpoint keeps its last target."""
