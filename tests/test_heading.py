@@ -209,6 +209,14 @@ def test_the_skill_node_runs_the_levels_loop_and_refuses_a_level_over_another_sk
     onnx.save(model, tmp_path / "level_other.onnx")
     with pytest.raises(ContractError, match="another goto model"):
         heading_of_level(tmp_path / "level_other.onnx", goto)
+    # the goto model given as the level, and a corrupted file: refused with what to give instead
+    with pytest.raises(ContractError, match="not of a navigate level"):
+        heading_of_level(repo_root / "models/crazyflie_goto.onnx", goto)
+    (tmp_path / "broken.onnx").write_bytes(b"not an onnx file")
+    from robot_hrl.errors import RobotHrlError
+
+    with pytest.raises(RobotHrlError):
+        heading_of_level(tmp_path / "broken.onnx", goto)
     # the launch hands the skill node the learned level's file (and nothing for the other planners)
     skill_spec = next(s for s in NAVIGATION_NODES if s.name == "skill_node")
     assert node_parameters(skill_spec, check_arguments({"planner": "learned"}))["heading_model"] == \
