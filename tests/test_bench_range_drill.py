@@ -33,6 +33,9 @@ def test_a_short_drill_prints_its_counts():
     (("--recover-s", "nan"), "--recover-s must be a number of seconds >= 0"),
     (("--time-s", "0"), "--time-s must be a flight length in seconds"),
     (("--time-s", "nan"), "--time-s must be a flight length in seconds"),
+    (("--heading-from", "models/crazyflie_navigate.onnx"), "has no heading section"),
+    (("--heading-from", "models/crazyflie_goto.onnx"), "not of a navigate level"),
+    (("--heading-from", "models/missing.onnx"), "does not exist"),
 ])
 def test_bad_arguments_are_refused_with_the_fix(args, message):
     proc = _run(*args)

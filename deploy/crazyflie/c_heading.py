@@ -16,6 +16,8 @@ tests/test_heading.py compiles it with gcc and checks it step by step against th
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from robot_hrl.contract.schema import PolicyContract
 
 from deploy.crazyflie.c_model import c_float
@@ -24,17 +26,20 @@ from deploy.crazyflie.errors import CodegenError
 HEADING_SOURCES: tuple[str, ...] = ("policy_heading.c",)
 
 
-def generate_heading_c(contract: PolicyContract, heading, inertia_zz_kgm2: float, banner: str) -> tuple[str, str]:
-    """(policy_heading.h, policy_heading.c) for the goto ``contract`` under a level's ``heading`` (None: a no-op)."""
-    from robot_hrl.runtime.heading import TORQUE_MODE
+def generate_heading_c(contract: PolicyContract, heading, robot, banner: str) -> tuple[str, str]:
+    """(policy_heading.h, policy_heading.c) for the goto ``contract`` on ``robot`` under a level's ``heading`` (None: a
+    no-op). The loop's own checks (robot_hrl.runtime.heading.heading_loop: the action mode, torque_z, the robot's yaw
+    inertia) refuse what the C cannot run."""
+    from robot_hrl.errors import ConfigError
+    from robot_hrl.runtime.heading import heading_loop
 
     enabled = heading is not None
     if enabled:
-        if contract.action.mode != TORQUE_MODE:
-            raise CodegenError(f"the level's heading loop commands the yaw torque of mode {TORQUE_MODE!r}; the goto "
-                               f"skill's mode is {contract.action.mode!r}: export a level trained without --heading")
-        names = [t.name for t in contract.action.terms]
-        index = names.index("torque_z")
+        try:  # (heading_loop reads a policy's contract and robot)
+            loop = heading_loop(heading, SimpleNamespace(contract=contract, robot=robot))
+        except ConfigError as exc:
+            raise CodegenError(str(exc)) from None
+        index, inertia_zz_kgm2 = loop.index, loop.inertia_zz_kgm2
         term = contract.action.terms[index]
         dt = 1.0 / float(contract.control_rate_hz)
         wn = heading.natural_frequency_radps

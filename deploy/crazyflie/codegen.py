@@ -119,8 +119,8 @@ def generate_project(model_path: str | Path, out_dir: str | Path, navigate: str 
         level = generate_navigate_level(navigate, Path(out_dir) / "src", contract, sha,
                                         f"For crazyflie-firmware {FIRMWARE_RELEASE} ({FIRMWARE_PLATFORM}); plain C, math.h only.")
     # the heading loop the level was trained with (its contract's heading), under the goto in the controller
-    heading_h, heading_c = generate_heading_c(contract, level.contract.heading if level is not None else None,
-                                              float(robot.inertia_kgm2[2]) if hasattr(robot, "inertia_kgm2") else 0.0, banner)
+    heading_h, heading_c = generate_heading_c(contract, level.contract.heading if level is not None else None, robot,
+                                              banner)
 
     out = Path(out_dir)
     src = out / "src"

@@ -40,12 +40,14 @@ TORQUE_MODE = "collective_thrust_body_torque"
 
 
 def _ops(x):
-    """(atan2, clip, where, remainder) for numpy arrays or torch tensors."""
+    """(atan2, clip, where) for numpy arrays, or for any other array-API array (a torch tensor) through
+    array_api_compat, as robot_hrl.contract's action mapping does: robot_hrl never imports torch."""
     if isinstance(x, np.ndarray):
-        return np.arctan2, np.clip, np.where, np.remainder
-    import torch
+        return np.arctan2, np.clip, np.where
+    import array_api_compat as aac  # the training extras install it; numpy never gets here
 
-    return torch.atan2, torch.clamp, torch.where, torch.remainder
+    xp = aac.array_namespace(x)
+    return xp.atan2, xp.clip, xp.where
 
 
 class HeadingLoop:
@@ -85,10 +87,11 @@ class HeadingLoop:
     def to(self, like) -> "HeadingLoop":
         """Keep the state as ``like``'s array type (a torch tensor on its device, or numpy)."""
         if not isinstance(like, np.ndarray):
-            import torch
+            import array_api_compat as aac
 
-            self.setpoint_rad = torch.as_tensor(np.asarray(self.setpoint_rad), dtype=like.dtype, device=like.device)
-            self.target_rad = self.setpoint_rad.clone()
+            xp = aac.array_namespace(like)
+            self.setpoint_rad = xp.full((self.num_envs,), math.nan, dtype=like.dtype, device=aac.device(like))
+            self.target_rad = xp.full((self.num_envs,), math.nan, dtype=like.dtype, device=aac.device(like))
         return self
 
     def reset(self, ids=None) -> None:
@@ -100,15 +103,15 @@ class HeadingLoop:
     def torque_nm(self, yaw_rad, yaw_rate_radps, velocity_w):
         """Advance one control period; returns the yaw torque (N,), N m. ``yaw_rad`` (N,), ``yaw_rate_radps`` (N,): the
         body z rate, ``velocity_w`` (N, >=2) world frame."""
-        atan2, clip, where, remainder = _ops(yaw_rad)
+        atan2, clip, where = _ops(yaw_rad)
         s = self.spec
 
-        def wrap(a):
-            return remainder(a + math.pi, 2.0 * math.pi) - math.pi
+        def wrap(a):  # into [-pi, pi): Python's %, numpy's and torch's alike take the divisor's sign
+            return (a + math.pi) % (2.0 * math.pi) - math.pi
 
-        fresh = self.setpoint_rad != self.setpoint_rad  # NaN: a robot that just started
+        fresh = self.setpoint_rad != self.setpoint_rad  # NaN: a robot that just started (reset clears both)
         self.setpoint_rad = where(fresh, yaw_rad, self.setpoint_rad)
-        self.target_rad = where(self.target_rad != self.target_rad, yaw_rad, self.target_rad)
+        self.target_rad = where(fresh, yaw_rad, self.target_rad)
         vx, vy = velocity_w[..., 0], velocity_w[..., 1]
         moving = vx * vx + vy * vy >= s.min_speed_mps ** 2
         self.target_rad = where(moving, atan2(vy, vx), self.target_rad)
@@ -122,11 +125,11 @@ class HeadingLoop:
 
     def apply(self, actions, yaw_rad, yaw_rate_radps, velocity_w):
         """The skill's normalized actions (N, A) with the ``torque_z`` column replaced by the loop's (a new array)."""
-        from robot_hrl.contract.action_modes import command_to_normalized, normalized_to_command
+        from robot_hrl.contract.action_modes import command_to_normalized
 
         torque = self.torque_nm(yaw_rad, yaw_rate_radps, velocity_w)
-        command = normalized_to_command(self.action, actions)  # the contract's one mapping, both ways
-        command[..., self.index] = torque
+        command = actions.copy() if isinstance(actions, np.ndarray) else actions.clone()
+        command[..., self.index] = torque  # (only this column is read back: the contract's one mapping, inverted)
         out = actions.copy() if isinstance(actions, np.ndarray) else actions.clone()
         out[..., self.index] = command_to_normalized(self.action, command)[..., self.index]
         return out

@@ -94,11 +94,12 @@ class SkillDrivenQuadrotor:
 
     def set_heading(self, spec) -> None:
         """Fly with the heading loop of ``spec`` (a navigate contract's HeadingSpec; None: without one)."""
-        from robot_hrl.runtime.heading import HeadingLoop
+        from types import SimpleNamespace
 
-        self.heading = None if spec is None else HeadingLoop(
-            spec, self.skill.contract.action, float(self.robot.inertia_kgm2[2]), self.step_dt_s, self.num_envs,
-        ).to(self.env.position_w[:, 0])
+        from robot_hrl.runtime.heading import heading_loop
+
+        loop = heading_loop(spec, SimpleNamespace(contract=self.skill.contract, robot=self.robot), self.num_envs)
+        self.heading = None if loop is None else loop.to(self.env.position_w[:, 0])
 
     # -- state ----------------------------------------------------------------------------
     @property
