@@ -295,9 +295,8 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
                 infer_s += time.perf_counter() - t
                 decisions += 1
             prev = state.position_w.copy()
-            actions = policy.step(state, subgoal)
-            if yaw_loop is not None:  # the yaw torque is the heading loop's (as under the skill node)
-                actions = yaw_loop.apply_state(actions, state)
+            # under a heading loop the skill observes in its frame and the loop owns the yaw torque (as under the skill node)
+            actions = policy.step(state, subgoal) if yaw_loop is None else yaw_loop.step(policy, state, subgoal)
             if shield is None:
                 wrench = policy.to_wrench(actions)
             else:

@@ -105,9 +105,7 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
                 subgoal = np.array([*(state.position_w[:2] + toward * 1.0), z])
                 if shield is not None:
                     subgoal, _ = shield.filter_subgoal(subgoal, state.position_w, now)
-            actions = policy.step(state, subgoal)
-            if yaw_loop is not None:
-                actions = yaw_loop.apply_state(actions, state)
+            actions = policy.step(state, subgoal) if yaw_loop is None else yaw_loop.step(policy, state, subgoal)
             if shield is not None:
                 out = shield.step(ShieldInput(now_s=now, state=state, actions=actions, subgoal_w=subgoal,  # measured battery
                                               battery_v=float(sim.chain_state["battery_voltage_v"])))

@@ -129,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             from sim.envs.navigate_env_cfg import NavigateHeadingCfg
 
             cfg.heading = NavigateHeadingCfg.of(own.heading)
+    if cfg.heading.enabled and cfg.heading.skill_yaw_rad is None:  # the yaw the skill is shown under the loop
+        from sim.skill_yaw import equilibrium_yaw
+
+        cfg.heading.skill_yaw_rad, spread = equilibrium_yaw(cfg.skill_path)
+        print(f"heading: the goto skill's own yaw {cfg.heading.skill_yaw_rad:.4f} rad (final yaws within {spread:.4f} rad)")
     cfg.rewards.proximity_source = args.proximity
     if args.proximity_weight is not None:
         cfg.rewards.proximity_weight = args.proximity_weight

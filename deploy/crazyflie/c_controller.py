@@ -176,6 +176,8 @@ void controllerOutOfTree(control_t *control, const setpoint_t *setpoint, const s
     policyFlyPid(POLICY_MODE_PID_NONFINITE, control, setpoint, sensors, state, tick);
     return;
   }}
+  /* under a heading loop the skill observes its own frame (policy_heading.c; else a no-op) */
+  policyHeadingTurnState(state, policyObs);
   policy_forward(policyObs, policyAct);
   policyInferences++;
   if (!policyAllFinite(policyAct, POLICY_ACTION_SIZE)) {{

@@ -3,7 +3,9 @@
 A navigate level trained with the heading loop (its contract's ``heading``) is flown with the loop under the goto
 skill. Onboard the goto runs in ``controllerOutOfTree`` (deploy/crazyflie/c_controller.py), so the loop runs there
 too: after each policy inference the skill's normalized ``torque_z`` is replaced by the loop's, before the contract's
-mapping (``policyActionsToControl``); the policy still observes its own last action, as in Python.
+mapping (``policyActionsToControl``); the policy still observes its own last action, as in Python. Before each
+inference the skill's observation is turned into its own frame (``policyHeadingTurnState``: the robot's yaw reads as
+the contract's ``skill_yaw_rad``; robot_hrl.runtime.heading.turn_observation).
 
 Its inputs from the firmware's structures: the yaw from ``state->attitudeQuaternion`` (body to world, the same
 formula as robot_hrl.contract.navigate.yaw_from_quat), the body z rate from ``sensors->gyro.z`` (deg/s, times
@@ -39,7 +41,7 @@ def generate_heading_c(contract: PolicyContract, heading, robot, banner: str) ->
             loop = heading_loop(heading, SimpleNamespace(contract=contract, robot=robot))
         except ConfigError as exc:
             raise CodegenError(str(exc)) from None
-        index, inertia_zz_kgm2 = loop.index, loop.inertia_zz_kgm2
+        index, inertia_zz_kgm2, turned = loop.index, loop.inertia_zz_kgm2, loop.turned
         term = contract.action.terms[index]
         dt = 1.0 / float(contract.control_rate_hz)
         wn = heading.natural_frequency_radps
@@ -54,10 +56,15 @@ def generate_heading_c(contract: PolicyContract, heading, robot, banner: str) ->
             "POLICY_HEADING_IZZ": c_float(inertia_zz_kgm2),
             "POLICY_HEADING_LOW_NM": c_float(term.low),
             "POLICY_HEADING_HIGH_NM": c_float(term.high),
+            "POLICY_HEADING_SKILL_YAW_RAD": c_float(heading.skill_yaw_rad),
+            "POLICY_HEADING_PAIRS": str(len(turned.x_index)),
         }
+        pairs = ",\n".join(f"  {{{i}, {j}, {c_float(lo)}, {c_float(hi)}}}"
+                           for i, j, lo, hi in zip(turned.x_index, turned.y_index, turned.low, turned.high))
         what = (f"heading {heading.mode}: setpoint at most {heading.max_rate_radps:g} rad/s, w_n {wn:g} rad/s, zeta "
                 f"{heading.damping_ratio:g}, below {heading.min_speed_mps:g} m/s the target holds, setpoint within "
-                f"{heading.max_error_rad:g} rad of the yaw")
+                f"{heading.max_error_rad:g} rad of the yaw; the skill observes the world turned so that its yaw reads "
+                f"{heading.skill_yaw_rad:.4f} rad")
     else:
         constants, what = {}, "no heading loop: the level names none (the goto skill's own yaw torque flies)"
     defines = "\n".join(f"#define {k} {v}" for k, v in constants.items())
@@ -80,6 +87,13 @@ void policyHeadingApply(float yaw_rad, float yaw_rate_radps, float vx_mps, float
 /* policyHeadingApply from the firmware's state estimate and gyro. */
 void policyHeadingApplyState(const state_t *state, const sensorData_t *sensors, float *actions);
 
+/* The skill's observation seen from a world frame turned by offset_rad about z: its world-frame columns turn and are
+ * clipped again to their terms' ranges (robot_hrl.runtime.heading.turn_observation). A no-op without a heading loop. */
+void policyHeadingTurn(float offset_rad, float *obs);
+
+/* policyHeadingTurn by the skill's frame: the robot's yaw (from the state estimate) reads as the skill's own yaw. */
+void policyHeadingTurnState(const state_t *state, float *obs);
+
 #endif /* POLICY_HEADING_H */
 """
     if not enabled:
@@ -96,6 +110,16 @@ void policyHeadingApply(float yaw_rad, float yaw_rate_radps, float vx_mps, float
 void policyHeadingApplyState(const state_t *state, const sensorData_t *sensors, float *actions)
 {{
   (void)state; (void)sensors; (void)actions;
+}}
+
+void policyHeadingTurn(float offset_rad, float *obs)
+{{
+  (void)offset_rad; (void)obs;
+}}
+
+void policyHeadingTurnState(const state_t *state, float *obs)
+{{
+  (void)state; (void)obs;
 }}
 """
         return h, c
@@ -156,12 +180,41 @@ void policyHeadingApply(float yaw_rad, float yaw_rate_radps, float vx_mps, float
   actions[POLICY_HEADING_INDEX] = 2.0f * (torque - POLICY_HEADING_LOW_NM) / (POLICY_HEADING_HIGH_NM - POLICY_HEADING_LOW_NM) - 1.0f;
 }}
 
-void policyHeadingApplyState(const state_t *state, const sensorData_t *sensors, float *actions)
+/* the yaw of the body-to-world attitude (robot_hrl.contract.navigate.yaw_from_quat) */
+static float headingYaw(const state_t *state)
 {{
   const float w = state->attitudeQuaternion.w, x = state->attitudeQuaternion.x;
   const float y = state->attitudeQuaternion.y, z = state->attitudeQuaternion.z;
-  const float yaw = atan2f(2.0f * (w * z + x * y), 1.0f - 2.0f * (y * y + z * z));
-  policyHeadingApply(yaw, sensors->gyro.z * POLICY_HEADING_DEG_TO_RAD, state->velocity.x, state->velocity.y, actions);
+  return atan2f(2.0f * (w * z + x * y), 1.0f - 2.0f * (y * y + z * z));
+}}
+
+void policyHeadingApplyState(const state_t *state, const sensorData_t *sensors, float *actions)
+{{
+  policyHeadingApply(headingYaw(state), sensors->gyro.z * POLICY_HEADING_DEG_TO_RAD, state->velocity.x, state->velocity.y,
+                     actions);
+}}
+
+/* the observation's world-frame (x, y) column pairs and their clip ranges */
+static const struct {{
+  int x, y;
+  float low, high;
+}} headingPairs[POLICY_HEADING_PAIRS] = {{
+{pairs}
+}};
+
+void policyHeadingTurn(float offset_rad, float *obs)
+{{
+  const float c = cosf(offset_rad), s = sinf(offset_rad);
+  for (int k = 0; k < POLICY_HEADING_PAIRS; ++k) {{
+    const float x = obs[headingPairs[k].x], y = obs[headingPairs[k].y];
+    obs[headingPairs[k].x] = headingClamp(c * x - s * y, headingPairs[k].low, headingPairs[k].high);
+    obs[headingPairs[k].y] = headingClamp(s * x + c * y, headingPairs[k].low, headingPairs[k].high);
+  }}
+}}
+
+void policyHeadingTurnState(const state_t *state, float *obs)
+{{
+  policyHeadingTurn(headingWrap(POLICY_HEADING_SKILL_YAW_RAD - headingYaw(state)), obs);
 }}
 """
     return h, c

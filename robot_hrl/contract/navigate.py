@@ -84,6 +84,10 @@ class HeadingSpec(BaseModel):
     damping_ratio: float = Field(gt=0.0, le=2.0, description="the yaw loop's damping ratio")
     min_speed_mps: float = Field(ge=0.0, description="below this horizontal speed the setpoint keeps its last target, m/s")
     max_error_rad: float = Field(gt=0.0, le=3.15, description="the setpoint stays this close to the yaw, rad")
+    skill_yaw_rad: float = Field(ge=-3.1416, le=3.1416, description=(
+        "the yaw the goto skill is shown, rad: its observation is built in a world frame turned about z so that the "
+        "robot's yaw reads as this, the skill's own equilibrium yaw (a skill that observes world-frame terms is "
+        "yaw-equivariant in the physics, not in its weights; sim/skill_yaw.py measures it)"))
 
 
 def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m: float,

@@ -239,9 +239,8 @@ class SkillCore:
         actions = self._zero_actions if self._last_out is None else None
         if state is not None and subgoal is not None and not land:
             try:
-                actions = self.policy.step(state, subgoal)
-                if self.heading is not None:
-                    actions = self.heading.apply_state(actions, state)
+                actions = (self.policy.step(state, subgoal) if self.heading is None
+                           else self.heading.step(self.policy, state, subgoal))
             except Exception as exc:  # noqa: BLE001 - an observation error: the watchdog sees a non-finite output
                 self.last_reason = f"policy: {exc}"
                 actions = self._nan_actions

@@ -1,17 +1,22 @@
 """The heading loop: the robot turns to face where it flies, so its front ranger looks along its path.
 
-The goto skill has no yaw command: its reward has no yaw term and it is trained from random yaws
-(``sim/envs/goto_env_cfg.py``). It is not yaw-neutral, though: left alone it turns slowly to a yaw of
-its own, and held elsewhere its own ``torque_z`` (which it observes as its last action) runs out of
-range and it hovers 0.19 m low (docs/navigation_learned.md, "Facing the motion"). So no shipped
-level names this loop yet; it waits for a goto skill trained with it. A Crazyflie's Multi-ranger deck sees four 27-degree cones (robot_hrl/robots/crazyflie_2x/rangers.py);
-between them lie 63-degree blind sectors, and a pillar met inside one is seen only at arm's length
-(benchmarks/README.md, "Issue #19: facing the motion"). This loop owns the yaw torque of a
-``collective_thrust_body_torque`` command: it replaces the skill's ``torque_z`` by a PD law on the
-yaw toward a setpoint that turns toward the horizontal velocity at ``max_rate_radps``. The skill
-keeps its thrust and roll/pitch torques (a quadrotor's yaw is decoupled from them in the mixer,
-crazyflie-firmware ``power_distribution_quadrotor.c``), and still observes its own last action, as
-the runtime's ``OnnxPolicy`` keeps it.
+A Crazyflie's Multi-ranger deck sees four 27-degree cones (robot_hrl/robots/crazyflie_2x/rangers.py); between them
+lie 63-degree blind sectors, and a pillar met inside one is seen only at arm's length (benchmarks/README.md, "Issue
+#19: facing the motion"). This loop owns the yaw torque of a ``collective_thrust_body_torque`` command: it replaces
+the skill's ``torque_z`` by a PD law on the yaw toward a setpoint that turns toward the horizontal velocity at
+``max_rate_radps``. The skill keeps its thrust and roll/pitch torques (a quadrotor's yaw is decoupled from them in
+the mixer, crazyflie-firmware ``power_distribution_quadrotor.c``), and still observes its own last action, as the
+runtime's ``OnnxPolicy`` keeps it.
+
+**The skill's frame.** The goto skill has no yaw command: its reward has no yaw term, it is trained from random
+yaws, and it observes world-frame terms (``sim/envs/goto_env_cfg.py``). Its weights are not yaw-neutral: left
+alone it turns to a yaw of its own (the shipped one to about -1.35 rad), and held elsewhere its own ``torque_z``
+runs out of range, it observes that as its last action, and it hovers 0.19 m low (docs/navigation_learned.md,
+"Facing the motion"). The physics is yaw-equivariant, though (gravity is along z; the randomization's disturbances
+have random directions). So under the loop the skill observes the world turned about z by ``skill_yaw_rad - yaw``
+(:func:`turn_observation`): it always sees itself at its own equilibrium yaw, where its ``torque_z`` only damps the yaw
+rate, and its body-frame thrust and torques are right in the real world too. The contract's ``skill_yaw_rad`` is
+that equilibrium, measured for the skill the level was trained over (``sim/skill_yaw.py``).
 
 The law, per control period ``dt`` (yaw ``psi``, body yaw rate ``r``, both from the state):
 
@@ -22,9 +27,9 @@ The law, per control period ``dt`` (yaw ``psi``, body yaw rate ``r``, both from 
 
 One implementation for numpy (the runtime, PyBullet, the skill node) and torch (the batched
 simulator): :class:`HeadingLoop` picks its array functions from its inputs; tests/test_heading.py
-checks the two agree and that the yaw follows the velocity in the simulators. The navigate
-contract's ``heading`` section (robot_hrl.contract.navigate.HeadingSpec) says a level was trained
-with it; whoever flies that level runs the loop under the goto skill.
+checks the two agree, that the yaw follows the velocity in the simulators, and that the skill holds its height
+at any yaw under the loop. The navigate contract's ``heading`` section (robot_hrl.contract.navigate.HeadingSpec)
+says a level was trained with it; whoever flies that level runs the loop under the goto skill.
 """
 
 from __future__ import annotations
@@ -37,6 +42,79 @@ from robot_hrl.errors import ConfigError
 
 TORQUE_MODE = "collective_thrust_body_torque"
 """The action mode whose yaw torque the loop owns (its term ``torque_z``)."""
+
+
+def _wrap(a):
+    """Into [-pi, pi): Python's %, numpy's and torch's alike take the divisor's sign."""
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def _xp(x):
+    """numpy for numpy arrays and Python floats, else the array's namespace through array_api_compat."""
+    if isinstance(x, (np.ndarray, float, int, np.floating)):
+        return np
+    import array_api_compat as aac  # the training extras install it; numpy never gets here
+
+    return aac.array_namespace(x)
+
+
+TURNED_FRAMES = {"world_enu": ((0, 1),), "body_to_world": ((0, 3), (1, 4), (2, 5))}
+"""The observation frames that turn with the world about z, and the (x, y) index pairs of a term in that frame: a world
+vector's first two components, a row-major body-to-world matrix's first two rows (R_z R). Other frames (body rates, the
+last action) are kept."""
+
+
+class TurnedTerms:
+    """Where the skill's observation turns with the world (:func:`turn_observation`): the (x, y) column pairs of its
+    world-frame terms and each pair's clip range."""
+
+    def __init__(self, terms):
+        x, y, lo, hi, offset = [], [], [], [], 0
+        for t in terms:
+            pairs = TURNED_FRAMES.get(t.frame)
+            if pairs is not None:
+                if getattr(t, "history_length", 0) or (t.frame == "world_enu" and t.size != 3) or (
+                        t.frame == "body_to_world" and t.size != 9):
+                    raise ConfigError(f"heading: the skill's observation term {t.name!r} ({t.size} values, frame {t.frame}"
+                                      f"{', with history' if getattr(t, 'history_length', 0) else ''}) cannot be turned "
+                                      "with the world; the heading loop needs world vectors of 3 and a body-to-world "
+                                      "matrix of 9 without history")
+                for i, j in pairs:
+                    x.append(offset + i)
+                    y.append(offset + j)
+                    lo.append(float(t.clip[0]))
+                    hi.append(float(t.clip[1]))
+            offset += t.size * (1 + int(getattr(t, "history_length", 0) or 0))
+        self.x_index, self.y_index = x, y
+        """Observation columns of each pair's x and y."""
+        self.low, self.high = lo, hi
+        """Each pair's clip range (the term's)."""
+
+
+def turn_observation(obs, turned: TurnedTerms, offset_rad):
+    """The skill's observation seen from a world frame turned by ``offset_rad`` about z (a new array).
+
+    ``obs`` (D,) with a scalar offset, or (N, D) with (N,) offsets; every pair of :class:`TurnedTerms` turns and is
+    clipped again to its term's range (a turned corner of the clip box leaves it, as a turned raw value would be
+    clipped). The turn is applied to the built observation, so the error integral stays in the world frame and
+    turns with the rest: the numpy runtime, the batched simulator and the C twin turn the same numbers."""
+    xp = _xp(obs)
+    c, s = xp.cos(offset_rad), xp.sin(offset_rad)
+    if getattr(c, "ndim", 0):
+        c, s = c[..., None], s[..., None]
+    if xp is np:
+        lo, hi = np.asarray(turned.low, dtype=obs.dtype), np.asarray(turned.high, dtype=obs.dtype)
+        out = obs.copy()
+    else:
+        import array_api_compat as aac
+
+        lo = xp.asarray(turned.low, dtype=obs.dtype, device=aac.device(obs))
+        hi = xp.asarray(turned.high, dtype=obs.dtype, device=aac.device(obs))
+        out = obs.clone()
+    x, y = obs[..., turned.x_index], obs[..., turned.y_index]
+    out[..., turned.x_index] = xp.minimum(xp.maximum(c * x - s * y, lo), hi)
+    out[..., turned.y_index] = xp.minimum(xp.maximum(s * x + c * y, lo), hi)
+    return out
 
 
 def _ops(x):
@@ -55,9 +133,10 @@ class HeadingLoop:
 
     ``spec``: the contract's :class:`~robot_hrl.contract.navigate.HeadingSpec`; ``action``: the goto skill's
     ActionSpec (mode ``collective_thrust_body_torque``); ``inertia_zz_kgm2``: the robot's yaw inertia
-    (``robot.inertia_kgm2[2]``); ``dt_s``: the control period."""
+    (``robot.inertia_kgm2[2]``); ``dt_s``: the control period; ``observations``: the skill's observation terms
+    (those in a world frame turn with it, :func:`turn_observation`)."""
 
-    def __init__(self, spec, action, inertia_zz_kgm2: float, dt_s: float, num_envs: int = 1):
+    def __init__(self, spec, action, inertia_zz_kgm2: float, dt_s: float, num_envs: int = 1, observations=()):
         if action.mode != TORQUE_MODE:
             raise ConfigError(f"heading {spec.mode!r}: the skill's action mode is {action.mode!r}; the heading loop "
                               f"commands the yaw torque of mode {TORQUE_MODE!r}. Fly this level over a goto skill "
@@ -78,6 +157,10 @@ class HeadingLoop:
         self.dt_s = float(dt_s)
         self.kp_per_s2 = spec.natural_frequency_radps ** 2
         self.kd_per_s = 2.0 * spec.damping_ratio * spec.natural_frequency_radps
+        self.skill_yaw_rad = float(spec.skill_yaw_rad)
+        """The yaw the skill is shown (its own equilibrium; :func:`turn_observation`), rad."""
+        self.turned = TurnedTerms(observations)
+        """The skill observation's columns that turn with the world (its contract's ``observations``)."""
         self.num_envs = int(num_envs)
         self.setpoint_rad = np.full(self.num_envs, np.nan)
         """The yaw the loop steers to, rad (NaN: not started; the first call takes the robot's yaw)."""
@@ -106,9 +189,7 @@ class HeadingLoop:
         atan2, clip, where = _ops(yaw_rad)
         s = self.spec
 
-        def wrap(a):  # into [-pi, pi): Python's %, numpy's and torch's alike take the divisor's sign
-            return (a + math.pi) % (2.0 * math.pi) - math.pi
-
+        wrap = _wrap
         fresh = self.setpoint_rad != self.setpoint_rad  # NaN: a robot that just started (reset clears both)
         self.setpoint_rad = where(fresh, yaw_rad, self.setpoint_rad)
         self.target_rad = where(fresh, yaw_rad, self.target_rad)
@@ -134,6 +215,19 @@ class HeadingLoop:
         out[..., self.index] = command_to_normalized(self.action, command)[..., self.index]
         return out
 
+    def frame_offset_rad(self, yaw_rad):
+        """The turn of the world frame the skill observes in (scalar or (N,)): the robot's yaw reads as ``skill_yaw_rad``."""
+        return _wrap(self.skill_yaw_rad - yaw_rad)
+
+    def step(self, policy, state, subgoal_w):
+        """One tick of the skill under the loop for one robot (the runtime's): ``policy`` (an OnnxPolicy) observes
+        ``state`` and ``subgoal_w`` in the skill's frame; returns its normalized action with the loop's ``torque_z``."""
+        from robot_hrl.contract.navigate import yaw_from_quat
+
+        yaw = float(yaw_from_quat(np.asarray(state.quat_wxyz, dtype=np.float64)))
+        actions = policy.step(state, subgoal_w, yaw_offset_rad=self.frame_offset_rad(yaw))
+        return self.apply_state(actions, state)
+
     def apply_state(self, actions, state):
         """:meth:`apply` for one robot from a :class:`robot_hrl.state.RobotState` (the runtime's loop)."""
         from robot_hrl.contract.navigate import yaw_from_quat
@@ -154,7 +248,8 @@ def heading_loop(spec, policy, num_envs: int = 1) -> HeadingLoop | None:
         raise ConfigError(f"heading {spec.mode!r}: robot {policy.robot.name!r} has no yaw inertia (inertia_kgm2); the heading "
                           "loop is for quadrotors")
     inertia = float(inertia[2])
-    return HeadingLoop(spec, policy.contract.action, inertia, 1.0 / float(policy.contract.control_rate_hz), num_envs)
+    return HeadingLoop(spec, policy.contract.action, inertia, 1.0 / float(policy.contract.control_rate_hz), num_envs,
+                       policy.contract.observations)
 
 
 def heading_of_level(level_path, policy):

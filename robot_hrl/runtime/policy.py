@@ -167,6 +167,7 @@ class OnnxPolicy:
         self.raw_terms: bool = isinstance(self.robot, ArticulationRobot)
         """The deployment computes the observation terms and passes their raw values (:meth:`act_terms`)."""
         self._history: dict[str, list[np.ndarray]] = {}
+        self._turned = None  # the observation's world-frame columns, built on the first turned tick (heading loop)
         self._integrators = {t.name: ErrorIntegrator(t.integral, self.contract.control_rate_hz) for t in integral_terms(self._terms)}
         """The contract's stateful terms (the position error's integral): updated by :meth:`observe`, cleared by :meth:`reset`."""
 
@@ -316,10 +317,12 @@ class OnnxPolicy:
         map it with :meth:`to_command`."""
         return self._act_on(self.observe_terms(values))
 
-    def observe(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
+    def observe(self, state: RobotState, subgoal_w: np.ndarray, yaw_offset_rad: float = 0.0) -> np.ndarray:
         """The contract's observation for ``state`` and ``subgoal_w`` (world ENU, m) and the stored last action.
 
-        One call is one control tick: a contract with the position error's integral advances it here."""
+        One call is one control tick: a contract with the position error's integral advances it here (in the world
+        frame). ``yaw_offset_rad``: build the observation in a world frame turned by this about z (the heading loop's
+        skill frame, robot_hrl.runtime.heading.turn_inputs; 0: the world frame)."""
         if self.raw_terms:
             raise ObservationError(
                 f"this model's observation terms {[t.name for t in self._terms]} are computed by its deployment, not from "
@@ -351,15 +354,25 @@ class OnnxPolicy:
         for name, integrator in self._integrators.items():
             inputs[name] = integrator.update(inputs["position_w"], inputs["quat_wxyz"], subgoal)
         # Explicit checks above: the terms clip, which would turn an infinite input into a finite observation.
-        return compute_observation(self._terms, inputs, self._term_registry)
+        obs = compute_observation(self._terms, inputs, self._term_registry)
+        if yaw_offset_rad:
+            from robot_hrl.runtime.heading import TurnedTerms, turn_observation
 
-    def step(self, state: RobotState, subgoal_w: np.ndarray) -> np.ndarray:
+            if not math.isfinite(yaw_offset_rad):
+                raise ObservationError(f"yaw_offset_rad is not finite ({yaw_offset_rad}); the command is withheld")
+            if self._turned is None:
+                self._turned = TurnedTerms(self._terms)
+            obs = turn_observation(obs, self._turned, float(yaw_offset_rad))
+        return obs
+
+    def step(self, state: RobotState, subgoal_w: np.ndarray, yaw_offset_rad: float = 0.0) -> np.ndarray:
         """One control tick: observation, inference; remembers the action for the next observation.
 
         Returns the normalized action (n_actions,) in [-1, 1]; map it with :meth:`to_command`.
-        Raises :class:`ObservationError` for a non-finite or malformed state or subgoal.
+        Raises :class:`ObservationError` for a non-finite or malformed state or subgoal. ``yaw_offset_rad``: see
+        :meth:`observe` (the heading loop's).
         """
-        return self._act_on(self.observe(state, subgoal_w))
+        return self._act_on(self.observe(state, subgoal_w, yaw_offset_rad))
 
     def _act_on(self, obs: np.ndarray) -> np.ndarray:
         """Inference on one tick's observation through the bound buffers; a finite action is remembered for the

@@ -119,7 +119,12 @@ class SkillDrivenQuadrotor:
         inputs = {"position_w": env.position_w, "quat_wxyz": env.quat_wxyz, "linear_velocity_w": env.linear_velocity_w,
                   "angular_velocity_b": env.angular_velocity_b, "subgoal_w": subgoal_w, "last_action": self.skill_last_action,
                   "position_error_integral": env.position_error_integral}
-        return obs_terms.compute_observation(self.terms, inputs, self.noise_std, self.generator)
+        obs = obs_terms.compute_observation(self.terms, inputs, self.noise_std, self.generator)
+        if self.heading is not None:  # the skill observes in its own frame (robot_hrl.runtime.heading.turn_observation)
+            from robot_hrl.runtime.heading import turn_observation
+
+            obs = turn_observation(obs, self.heading.turned, self.heading.frame_offset_rad(yaw_from_quat(env.quat_wxyz)))
+        return obs
 
     def new_subgoal(self) -> None:
         """The subgoal changed: the next step builds the observation from the contract."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from robot_hrl.errors import ConfigError
+
 
 @dataclass
 class NavigateRewardsCfg:
@@ -84,8 +86,8 @@ class NavigateTrailCfg:
 @dataclass
 class NavigateHeadingCfg:
     """The heading loop under the skill (robot_hrl.runtime.heading; the contract's ``heading`` section): the robot
-    turns to face its horizontal velocity, so the front ranger looks along its path. Off: the goto skill's own yaw
-    (it has no yaw command; docs/navigation_learned.md, "Facing the motion", on why no shipped level uses the loop)."""
+    turns to face its horizontal velocity, so the front ranger looks along its path, and the skill observes in its own
+    frame. Off: the goto skill's own yaw (it has no yaw command; docs/navigation_learned.md, "Facing the motion")."""
 
     enabled: bool = False
     max_rate_radps: float = 2.0
@@ -99,6 +101,9 @@ class NavigateHeadingCfg:
     """Below this horizontal speed the direction of motion is noise: the setpoint keeps its last target."""
     max_error_rad: float = 0.5
     """The setpoint stays this close to the yaw (nothing winds up while the shield's backup holds the yaw)."""
+    skill_yaw_rad: float | None = None
+    """The yaw the goto skill is shown (its own equilibrium: robot_hrl.runtime.heading, "the skill's frame"). None:
+    ``sim/train_navigate.py`` measures it for the skill (``sim/skill_yaw.py``) before training."""
 
     def spec(self):
         """The contract's HeadingSpec, or None when off."""
@@ -106,9 +111,12 @@ class NavigateHeadingCfg:
 
         if not self.enabled:
             return None
+        if self.skill_yaw_rad is None:
+            raise ConfigError("heading.skill_yaw_rad is not set: measure the goto skill's own yaw with "
+                              "`python -m sim.skill_yaw <skill.onnx>` (sim/train_navigate.py does it) and set it")
         return HeadingSpec(max_rate_radps=self.max_rate_radps, natural_frequency_radps=self.natural_frequency_radps,
                            damping_ratio=self.damping_ratio, min_speed_mps=self.min_speed_mps,
-                           max_error_rad=self.max_error_rad)
+                           max_error_rad=self.max_error_rad, skill_yaw_rad=self.skill_yaw_rad)
 
     @classmethod
     def of(cls, spec) -> "NavigateHeadingCfg":
@@ -116,7 +124,8 @@ class NavigateHeadingCfg:
         if spec is None:
             return cls(enabled=False)
         return cls(enabled=True, max_rate_radps=spec.max_rate_radps, natural_frequency_radps=spec.natural_frequency_radps,
-                   damping_ratio=spec.damping_ratio, min_speed_mps=spec.min_speed_mps, max_error_rad=spec.max_error_rad)
+                   damping_ratio=spec.damping_ratio, min_speed_mps=spec.min_speed_mps, max_error_rad=spec.max_error_rad,
+                   skill_yaw_rad=spec.skill_yaw_rad)
 
 
 @dataclass
