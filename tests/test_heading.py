@@ -101,13 +101,15 @@ def test_a_loop_for_another_action_mode_or_without_inertia_is_refused(goto):
 
 
 @pytest.mark.parametrize("field,value", [("max_rate_radps", 0.0), ("damping_ratio", -1.0), ("max_error_rad", 4.0),
-                                         ("mode", "face_goal"), ("min_speed_mps", float("nan"))])
+                                         ("mode", "face_goal"), ("min_speed_mps", float("nan")),
+                                         ("skill_yaw_rad", 4.0), ("skill_yaw_rad", None)])
 def test_a_contract_with_a_bad_heading_is_refused_with_the_fix(repo_root, field, value):
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
     from robot_hrl.runtime import read_model_metadata
 
     data = json.loads(read_model_metadata(repo_root / "models/crazyflie_navigate.onnx")[NAVIGATE_METADATA_KEY])
-    assert NavigateContract.model_validate(data).heading is None  # the shipped level's: no heading section
+    shipped = NavigateContract.model_validate(data).heading  # the shipped level's: face the velocity, 2 rad/s
+    assert shipped is not None and shipped.max_rate_radps == 2.0
     data["heading"] = {**SPEC.model_dump(), field: value}
     with pytest.raises(ContractError, match="malformed") as info:
         NavigateContract.from_json(json.dumps(data))
@@ -195,7 +197,8 @@ def test_the_skill_node_runs_the_levels_loop_and_refuses_a_level_over_another_sk
     from robot_hrl.world import load_world
 
     level = repo_root / "models/crazyflie_navigate.onnx"
-    assert heading_of_level(level, goto) is None  # the shipped level names no heading: nothing runs
+    shipped = heading_of_level(level, goto)  # the shipped level was trained under the loop, in the skill's frame
+    assert isinstance(shipped, HeadingLoop) and shipped.skill_yaw_rad == pytest.approx(SHIPPED_GOTO_YAW_RAD, abs=0.01)
     model = onnx.load(level)
     entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
     data = json.loads(entry.value)

@@ -78,7 +78,7 @@ def test_its_flights_are_the_evaluations(repo_root):
     records = run(str(model), str(skill), rooms)
     contract, session = load_learned(model, skill)
     planner = {"learned": lambda env, obs: torch.from_numpy(session.run(None, {"obs": obs.numpy().astype(np.float32)})[0])}
-    reference = evaluate_batched(planner, rooms, skill, trail=contract.trail)["learned"]["episodes"]
+    reference = evaluate_batched(planner, rooms, skill, trail=contract.trail, heading=contract.heading)["learned"]["episodes"]
     assert [(r["room"], r["success"], r["collided"], r["time_out"]) for r in records] == \
         [(r["room"], r["success"], r["collided"], r["time_out"]) for r in reference]
     for r in records:

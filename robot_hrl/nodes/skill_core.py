@@ -57,8 +57,8 @@ class SkillCore:
                  heading=None):
         self.policy = policy
         self.heading = heading
-        """The yaw loop under the skill (robot_hrl.runtime.heading.HeadingLoop: it owns the yaw torque of the policy's
-        command, before the shield), or None."""
+        """The yaw loop under the skill (robot_hrl.runtime.heading.HeadingLoop: the policy observes in its own frame, and
+        the loop owns the yaw torque of its command, before the shield), or None."""
         self.shield = shield
         self.world = world
         self.config = config or SkillConfig()

@@ -50,7 +50,8 @@ def _wrap(a):
 
 
 def _xp(x):
-    """numpy for numpy arrays and Python floats, else the array's namespace through array_api_compat."""
+    """numpy for numpy arrays and Python floats, else the array's namespace through array_api_compat (as
+    robot_hrl.contract's action mapping does: robot_hrl never imports torch)."""
     if isinstance(x, (np.ndarray, float, int, np.floating)):
         return np
     import array_api_compat as aac  # the training extras install it; numpy never gets here
@@ -118,14 +119,9 @@ def turn_observation(obs, turned: TurnedTerms, offset_rad):
 
 
 def _ops(x):
-    """(atan2, clip, where) for numpy arrays, or for any other array-API array (a torch tensor) through
-    array_api_compat, as robot_hrl.contract's action mapping does: robot_hrl never imports torch."""
-    if isinstance(x, np.ndarray):
-        return np.arctan2, np.clip, np.where
-    import array_api_compat as aac  # the training extras install it; numpy never gets here
-
-    xp = aac.array_namespace(x)
-    return xp.atan2, xp.clip, xp.where
+    """(atan2, clip, where) for ``x``'s array kind (:func:`_xp`)."""
+    xp = _xp(x)
+    return (np.arctan2, np.clip, np.where) if xp is np else (xp.atan2, xp.clip, xp.where)
 
 
 class HeadingLoop:
