@@ -410,3 +410,21 @@ def test_the_skill_yaw_is_measured_and_a_skill_without_one_is_refused(repo_root)
     with pytest.raises(ConfigError, match="python -m sim.skill_yaw"):
         NavigateHeadingCfg(enabled=True).spec()
     assert NavigateHeadingCfg(enabled=False).spec() is None
+
+
+def test_a_non_finite_state_under_the_loop_is_refused_and_names_the_term(goto):
+    """A NaN attitude or position reaching the loop's tick: the policy's own error names the state field (the skill node
+    withholds the command and the watchdog acts), nothing is turned or remembered."""
+    from robot_hrl.errors import ObservationError
+    from robot_hrl.state import RobotState
+
+    loop = heading_loop(SPEC, goto)
+    goto.reset()
+    for field, value in (("quat_wxyz", np.array([np.nan, 0.0, 0.0, 1.0])), ("position_w", np.array([0.0, np.inf, 1.0]))):
+        state = RobotState(position_w=np.array([0.0, 0.0, 1.0]), quat_wxyz=np.array([1.0, 0.0, 0.0, 0.0]))
+        setattr(state, field, value)
+        with pytest.raises(ObservationError, match=f"RobotState.{field} is not finite"):
+            loop.step(goto, state, np.array([0.0, 0.0, 1.0]))
+        assert np.all(goto.last_action == 0.0)
+    with pytest.raises(ObservationError, match="yaw_offset_rad is not finite"):
+        goto.observe(RobotState(position_w=np.array([0.0, 0.0, 1.0])), np.array([0.0, 0.0, 1.0]), yaw_offset_rad=math.nan)
