@@ -67,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--init-onnx level that keeps a trail is fine-tuned with its own, --trail or not)")
     p.add_argument("--heading", action="store_true",
                    help="fly with the heading loop under the skill (robot_hrl.runtime.heading: the robot turns to face its "
-                        "velocity, so the front ranger looks along its path; NavigateHeadingCfg); the exported contract "
-                        "names it, and every runtime that flies the level runs it. An --init-onnx level that has one keeps it")
+                        "velocity, so the front ranger looks along its path, and the skill observes the world turned to its "
+                        "own yaw, measured first by sim/skill_yaw.py; NavigateHeadingCfg); the exported contract names it, "
+                        "and every runtime that flies the level runs it. An --init-onnx level that has one keeps it")
     p.add_argument("--init-std", type=float, default=0.2, help="the exploration std of an --init-onnx actor")
     p.add_argument("--critic-warmup", type=int, default=0, metavar="N",
                    help="first N PPO iterations train the critic only (the actor frozen): a fresh critic under a trained actor")
