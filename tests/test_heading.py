@@ -428,3 +428,23 @@ def test_a_non_finite_state_under_the_loop_is_refused_and_names_the_term(goto):
         assert np.all(goto.last_action == 0.0)
     with pytest.raises(ObservationError, match="yaw_offset_rad is not finite"):
         goto.observe(RobotState(position_w=np.array([0.0, 0.0, 1.0])), np.array([0.0, 0.0, 1.0]), yaw_offset_rad=math.nan)
+
+
+def test_training_with_the_loop_measures_the_skills_yaw_and_exports_it(tmp_path, repo_root):
+    """``train_navigate.py --heading`` from scratch (one PPO iteration, small): it measures the goto skill's own yaw
+    (sim/skill_yaw.py) before training and the exported contract names the loop with it; the level flies it."""
+    import subprocess
+    import sys
+
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+    from robot_hrl.runtime import read_model_metadata
+
+    run = tmp_path / "nav_heading"
+    out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(run), "--num-envs", "8",
+                          "--max-iterations", "1", "--rooms-per-density", "1", "--threads", "1", "--dagger-iterations", "0",
+                          "--heading", "--export", str(run / "nav.onnx")], capture_output=True, text=True, cwd=repo_root)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "the goto skill's own yaw -1.34" in out.stdout
+    heading = NavigateContract.from_json(read_model_metadata(run / "nav.onnx")[NAVIGATE_METADATA_KEY]).heading
+    assert heading is not None and heading.skill_yaw_rad == pytest.approx(SHIPPED_GOTO_YAW_RAD, abs=0.01)
+    assert heading.max_rate_radps == 2.0  # NavigateHeadingCfg's defaults
