@@ -448,3 +448,44 @@ def test_training_with_the_loop_measures_the_skills_yaw_and_exports_it(tmp_path,
     heading = NavigateContract.from_json(read_model_metadata(run / "nav.onnx")[NAVIGATE_METADATA_KEY]).heading
     assert heading is not None and heading.skill_yaw_rad == pytest.approx(SHIPPED_GOTO_YAW_RAD, abs=0.01)
     assert heading.max_rate_radps == 2.0  # NavigateHeadingCfg's defaults
+
+
+def test_the_generated_controller_flies_the_shipped_levels_loop_as_the_runtime(repo_root, tmp_path, goto):
+    """``robot-hrl export-c`` of the shipped goto with the shipped level: the controller compiled with host gcc (firmware
+    header stubs) turns the observation into the skill's frame and applies the loop's yaw torque exactly as the runtime's
+    ``HeadingLoop.step`` does, tick for tick, through a random flight (states near hover, yaws and velocities moving)."""
+    import shutil
+
+    from deploy.crazyflie.codegen import generate_project
+    from deploy.crazyflie.host import HostController
+    from robot_hrl.runtime.heading import heading_of_level
+    from robot_hrl.state import RobotState
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    level = repo_root / "models/crazyflie_navigate.onnx"
+    project = generate_project(repo_root / "models/crazyflie_goto.onnx", tmp_path / "cf", navigate=level)
+    lib = HostController.build(project, tmp_path / "host")
+    loop = heading_of_level(level, goto)
+    goto.reset()
+    lib.init()
+    rng = np.random.default_rng(19)
+    period = int(1000 / goto.contract.control_rate_hz)
+    yaw, position, velocity = 0.4, np.array([1.0, 2.0, 1.0]), np.zeros(3)
+    for k in range(120):
+        yaw = float(_wrap(yaw + rng.normal(0.0, 0.08)))
+        velocity = 0.8 * velocity + rng.normal(0.0, 0.15, 3)
+        position = position + 0.01 * velocity
+        tilt = rng.normal(0.0, 0.05, 2)
+        q = np.array([math.cos(yaw / 2), tilt[0], tilt[1], math.sin(yaw / 2)])
+        q = (q / np.linalg.norm(q)).astype(np.float32).astype(np.float64)
+        state = RobotState(position_w=position.astype(np.float32).astype(np.float64), quat_wxyz=q,
+                           linear_velocity_w=velocity.astype(np.float32).astype(np.float64),
+                           angular_velocity_b=rng.normal(0.0, 0.5, 3).astype(np.float32).astype(np.float64))
+        subgoal = (np.array([1.3, 2.2, 1.0]) if k < 60 else np.array([0.6, 2.5, 1.2])).astype(np.float32).astype(np.float64)
+        expected = goto.to_wrench(loop.step(goto, state, subgoal))
+        row = np.concatenate([state.position_w, state.quat_wxyz, state.linear_velocity_w,
+                              np.degrees(state.angular_velocity_b), subgoal]).astype(np.float32)
+        mode, out = lib.step(row, tick=k * period)
+        assert mode == 0  # the policy flies
+        np.testing.assert_allclose(out[:4], expected, rtol=1e-3, atol=2e-6)
