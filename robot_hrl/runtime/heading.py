@@ -90,6 +90,15 @@ class TurnedTerms:
         """Observation columns of each pair's x and y."""
         self.low, self.high = lo, hi
         """Each pair's clip range (the term's)."""
+        self._numpy = {}  # dtype -> (x index, y index, low, high) as numpy arrays (the runtime's tick builds none)
+
+    def numpy_columns(self, dtype):
+        """(x index, y index, low, high) as numpy arrays of ``dtype`` (kept per dtype)."""
+        cols = self._numpy.get(dtype)
+        if cols is None:
+            cols = self._numpy[dtype] = (np.asarray(self.x_index, dtype=np.intp), np.asarray(self.y_index, dtype=np.intp),
+                                         np.asarray(self.low, dtype=dtype), np.asarray(self.high, dtype=dtype))
+        return cols
 
 
 def turn_observation(obs, turned: TurnedTerms, offset_rad):
@@ -104,24 +113,30 @@ def turn_observation(obs, turned: TurnedTerms, offset_rad):
     if getattr(c, "ndim", 0):
         c, s = c[..., None], s[..., None]
     if xp is np:
-        lo, hi = np.asarray(turned.low, dtype=obs.dtype), np.asarray(turned.high, dtype=obs.dtype)
+        xi, yi, lo, hi = turned.numpy_columns(obs.dtype)
         out = obs.copy()
     else:
         import array_api_compat as aac
 
+        xi, yi = turned.x_index, turned.y_index
         lo = xp.asarray(turned.low, dtype=obs.dtype, device=aac.device(obs))
         hi = xp.asarray(turned.high, dtype=obs.dtype, device=aac.device(obs))
         out = obs.clone()
-    x, y = obs[..., turned.x_index], obs[..., turned.y_index]
-    out[..., turned.x_index] = xp.minimum(xp.maximum(c * x - s * y, lo), hi)
-    out[..., turned.y_index] = xp.minimum(xp.maximum(s * x + c * y, lo), hi)
+    x, y = obs[..., xi], obs[..., yi]
+    out[..., xi] = xp.minimum(xp.maximum(c * x - s * y, lo), hi)
+    out[..., yi] = xp.minimum(xp.maximum(s * x + c * y, lo), hi)
     return out
 
 
 def _ops(x):
     """(atan2, clip, where) for ``x``'s array kind (:func:`_xp`)."""
     xp = _xp(x)
-    return (np.arctan2, np.clip, np.where) if xp is np else (xp.atan2, xp.clip, xp.where)
+    return (np.arctan2, _np_clip, np.where) if xp is np else (xp.atan2, xp.clip, xp.where)
+
+
+def _np_clip(x, lo, hi):
+    """np.clip for the loop's few values (np.clip's dispatch costs several microseconds a call; NaN passes either way)."""
+    return np.minimum(np.maximum(x, lo), hi)
 
 
 class HeadingLoop:
@@ -222,13 +237,16 @@ class HeadingLoop:
 
         yaw = float(yaw_from_quat(np.asarray(state.quat_wxyz, dtype=np.float64)))
         actions = policy.step(state, subgoal_w, yaw_offset_rad=self.frame_offset_rad(yaw))
-        return self.apply_state(actions, state)
+        return self.apply_state(actions, state, yaw)
 
-    def apply_state(self, actions, state):
-        """:meth:`apply` for one robot from a :class:`robot_hrl.state.RobotState` (the runtime's loop)."""
+    def apply_state(self, actions, state, yaw_rad: float | None = None):
+        """:meth:`apply` for one robot from a :class:`robot_hrl.state.RobotState` (the runtime's loop); ``yaw_rad``: the
+        state's yaw when the caller has it."""
         from robot_hrl.contract.navigate import yaw_from_quat
 
-        yaw = np.atleast_1d(yaw_from_quat(np.asarray(state.quat_wxyz, dtype=np.float64)))
+        if yaw_rad is None:
+            yaw_rad = yaw_from_quat(np.asarray(state.quat_wxyz, dtype=np.float64))
+        yaw = np.atleast_1d(yaw_rad)
         rate = np.atleast_1d(float(np.asarray(state.angular_velocity_b, dtype=np.float64)[2]))
         v = np.asarray(state.linear_velocity_w, dtype=np.float64)[None]
         return self.apply(np.asarray(actions, dtype=np.float64)[None], yaw, rate, v)[0]
