@@ -3,6 +3,7 @@ violations judged from PyBullet's ground truth (sim/fault_drill.py). Target: 0 f
 
     python benchmarks/bench_fault_drill.py                   # 60 flights (15 per fault), seed 0
     python benchmarks/bench_fault_drill.py --flights 150 --seed 3
+    python benchmarks/bench_fault_drill.py --heading-from models/crazyflie_navigate.onnx   # under the level's yaw loop
 
 Prints the nominal flight, each flight with a violation, and per fault: flights, flights with a
 violation, the time from the fault to motors off (median, max), and how far the shield's dead reckoning
@@ -31,18 +32,22 @@ def main(argv=None) -> int:
     ap.add_argument("--flights", type=int, default=60, help="flights with a fault, spread over the faults (default 60)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, from {','.join(FAULTS)}")
+    ap.add_argument("--heading-from", metavar="LEVEL.onnx", default=None,
+                    help="run the heading loop a navigate level names under the skill (as the skill node does under "
+                         "planner:=learned), e.g. models/crazyflie_navigate.onnx")
     args = ap.parse_args(argv)
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     if any(f not in FAULTS for f in faults):
         ap.error(f"faults must come from {list(FAULTS)}")
     load = open("/proc/loadavg").read().split()[0] if Path("/proc/loadavg").exists() else "?"
     t0 = time.perf_counter()
-    rig = MissionRig()
+    rig = MissionRig(heading_from=args.heading_from)
     nominal, flights = drill(rig, args.flights, args.seed, faults, DEMO_TASK)
     wall = time.perf_counter() - t0
     ticks = sum(nominal.mode_ticks.values())
     print(f"task: {DEMO_TASK!r}; seed {args.seed}; {len(flights)} flights with a fault; wall {wall:.0f} s; "
-          f"load average (1 min) at start {load}")
+          f"load average (1 min) at start {load}"
+          + (f"; heading loop of {args.heading_from}" if args.heading_from else ""))
     print(f"nominal: {nominal.duration_s:.1f} s, planner {nominal.planner_state}, violations {nominal.violations}; "
           f"shield changed {nominal.ticks_intervened} of {ticks} ticks ({100 * nominal.ticks_intervened / max(ticks, 1):.2f} %), "
           f"modes {nominal.mode_ticks}")

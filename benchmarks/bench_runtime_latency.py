@@ -8,6 +8,9 @@ Prints p50 / p99 / p99.9 / max in microseconds for:
   to_command        normalized actions -> the robot's command with the contract's mapping
                     (the Crazyflie: [thrust, tau_x, tau_y, tau_z]; called to_wrench before issue #20)
   tick              step(state, subgoal) + to_command: one whole control tick
+  tick, heading     with --heading-from LEVEL: the tick under the level's heading loop (HeadingLoop.step: the
+                    observation turned into the skill's frame, the loop's yaw torque) + to_command, as the skill
+                    node runs it under planner:=learned (no target: issue #3's is for the plain tick)
   infer batch 1024  OnnxPolicy.infer on 1024 observations at once (throughput)
 
 Targets (issue #3): infer p50 <= 20 us, tick p99 <= 100 us. The garbage collector stays on,
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gc-auto", action="store_true",
                         help="Python's automatic garbage collection inside the timed calls (default: as the skill node runs, "
                              "the due collection after each call)")
+    parser.add_argument("--heading-from", type=Path, default=None, metavar="LEVEL.onnx",
+                        help="also time the tick under this navigate level's heading loop (e.g. models/crazyflie_navigate.onnx)")
     args = parser.parse_args(argv)
     if args.iterations < 100 or args.warmup < 0:
         parser.error("--iterations must be >= 100 and --warmup >= 0")
@@ -100,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         "to_command": lambda: policy.to_command(actions),
         "tick": tick,
     }
+    if args.heading_from is not None:
+        from robot_hrl.runtime.heading import heading_of_level
+
+        loop = heading_of_level(args.heading_from, policy)
+        if loop is None:
+            parser.error(f"--heading-from {args.heading_from}: the level's contract names no heading loop")
+        cases["tick, heading"] = lambda: policy.to_command(loop.step(policy, state, subgoal))
     print(f"model     {args.model} ({args.model.stat().st_size / 1024:.1f} KiB), provider {policy.provider}")
     print(f"machine   {platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}, "
           f"onnxruntime {__import__('onnxruntime').__version__}, load average {os.getloadavg()[0]:.2f}")

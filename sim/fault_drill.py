@@ -21,6 +21,7 @@ obstacle or landmark box; hitting the floor faster than 1 m/s; and the motors st
 flight's time is up (no bounded stop). Nothing here reads the odometry the skill saw.
 
     python sim/fault_drill.py --flights 50 --seed 0
+    python sim/fault_drill.py --flights 50 --seed 0 --heading-from models/crazyflie_navigate.onnx   # under the level's yaw loop
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ class MissionRig:
     and simulator for each flight."""
 
     def __init__(self, world_path=DEMO_WORLD, model_path=DEMO_MODEL, robot=CRAZYFLIE_2X, safety_margin_m: float | None = None,
-                 shield_config=None):
+                 shield_config=None, heading_from=None):
         from robot_hrl.runtime import OnnxPolicy
 
         self.shield_config = shield_config
@@ -170,6 +171,15 @@ class MissionRig:
         self.robot = robot
         self.world = load_world(world_path)
         self.policy = OnnxPolicy(model_path, robot, provider="cpu")
+        self.heading_from = None if heading_from is None else Path(heading_from)
+        """A navigate level whose heading loop runs under the skill (its contract's ``heading``; the skill node's
+        ``heading_model``), or None: the skill's own yaw."""
+        if self.heading_from is not None:
+            from robot_hrl.runtime.heading import heading_of_level
+
+            if heading_of_level(self.heading_from, self.policy) is None:  # refused here, not mid-drill
+                raise SystemExit(f"error: {self.heading_from} names no heading loop (its contract has no heading "
+                                 "section); give a level trained with --heading, e.g. models/crazyflie_navigate.onnx")
 
     def fly(self, task: str = DEMO_TASK, fault: str | None = None, fault_at_s: float | None = None, seed: int = 0,
             max_time_s: float = 90.0, randomization=None) -> Flight:
@@ -188,7 +198,12 @@ class MissionRig:
         shield = Shield.from_yaml(self.shield_config, robot, world, contract.subgoal_radius_m, action=contract.action)
         if hasattr(policy, "reset"):
             policy.reset()
-        skill = _sim_skill_core()(policy, shield, world)
+        heading = None
+        if self.heading_from is not None:  # a fresh loop per flight, as a fresh skill node has
+            from robot_hrl.runtime.heading import heading_of_level
+
+            heading = heading_of_level(self.heading_from, policy)
+        skill = _sim_skill_core()(policy, shield, world, heading=heading)
         config = PlannerConfig(robot_radius_m=robot.collision_radius_m, safety_margin_m=self.safety_margin_m)
         planner = PlannerCore(make_planner("symbolic", world, contract.subgoal_radius_m, config=config),
                               floor_z=float(world.bounds.min[2]))
@@ -311,12 +326,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seeds the fault moments and directions")
     ap.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, from {','.join(FAULTS)}")
     ap.add_argument("--task", default=DEMO_TASK)
+    ap.add_argument("--heading-from", metavar="LEVEL.onnx", default=None,
+                    help="run the heading loop a navigate level names (its contract's heading: the robot faces its "
+                         "velocity, the skill observes in its own frame) under the skill, as the skill node does under "
+                         "planner:=learned")
     args = ap.parse_args(argv)
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     bad = [f for f in faults if f not in FAULTS]
     if bad:
         ap.error(f"unknown fault(s) {bad}; choose from {list(FAULTS)}")
-    rig = MissionRig()
+    rig = MissionRig(heading_from=args.heading_from)
     nominal, flights = drill(rig, args.flights, args.seed, faults, args.task)
     print(f"nominal flight: {nominal.duration_s:.1f} s, planner {nominal.planner_state}, violations {nominal.violations}")
     for f in flights:

@@ -53,3 +53,41 @@ def test_a_fault_at_a_random_moment_ends_on_the_floor_without_a_violation(rig, n
     assert f.motors_off_s is not None and f.motors_off_s - at <= _bound_s(rig), (fault, at, f.motors_off_s)
     if fault != "odom_lost":
         assert f.odometry_refusals, "the hostile samples were refused by name"
+
+
+@pytest.fixture(scope="module")
+def heading_rig(repo_root):
+    return MissionRig(heading_from=repo_root / "models/crazyflie_navigate.onnx")
+
+
+@pytest.mark.parametrize("draw", range(4))
+def test_under_the_levels_heading_loop_a_fault_at_any_moment_is_safe_too(heading_rig, draw):
+    """The skill under the shipped level's heading loop (as the skill node runs it under planner:=learned: the robot
+    faces its velocity, the skill observes in its own frame): the nominal mission still completes, and a fault drawn at
+    random (kind, moment, seed) ends on the floor without a violation, judged from PyBullet's ground truth."""
+    nominal = heading_rig.fly(DEMO_TASK, None, None, 0) if draw == 0 else None
+    if nominal is not None:
+        assert nominal.ok and nominal.planner_state == "done", nominal.violations
+    rng = np.random.default_rng(4242 + draw)
+    fault = ("odom_lost", "future_stamp", "teleport", "frozen")[int(rng.integers(4))]
+    at = float(rng.uniform(1.0, 24.0))  # the nominal mission lasts about 25 s
+    f = heading_rig.fly(DEMO_TASK, fault, at, seed=int(rng.integers(1 << 16)))
+    assert f.ok, (fault, at, f.violations, f.final_position_w)
+    assert f.motors_off_s is not None and f.motors_off_s - at <= _bound_s(heading_rig), (fault, at, f.motors_off_s)
+
+
+def test_a_level_without_a_heading_loop_is_refused(tmp_path, repo_root):
+    import json
+
+    import onnx
+
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+
+    model = onnx.load(repo_root / "models/crazyflie_navigate.onnx")
+    entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
+    data = json.loads(entry.value)
+    data["heading"] = None
+    entry.value = json.dumps(data)
+    onnx.save(model, tmp_path / "plain.onnx")
+    with pytest.raises(SystemExit, match="names no heading loop"):
+        MissionRig(heading_from=tmp_path / "plain.onnx")
