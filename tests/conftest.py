@@ -31,3 +31,26 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def demo_world_path(repo_root) -> Path:
     return repo_root / "models" / "worlds" / "demo.yaml"
+
+
+@pytest.fixture
+def level_with_heading(tmp_path):
+    """``make(heading, name)``: a copy of the shipped navigate level under ``tmp_path`` whose contract's ``heading``
+    section is ``heading`` (a HeadingSpec's fields as a dict, or None: no heading loop); the weights are the shipped ones."""
+
+    def make(heading, name: str = "level.onnx") -> Path:
+        import json
+
+        import onnx
+
+        from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+
+        model = onnx.load(REPO_ROOT / "models/crazyflie_navigate.onnx")
+        entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
+        data = json.loads(entry.value)
+        data["heading"] = heading
+        entry.value = json.dumps(data)
+        onnx.save(model, tmp_path / name)
+        return tmp_path / name
+
+    return make

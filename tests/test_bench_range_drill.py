@@ -41,21 +41,9 @@ def test_bad_arguments_are_refused_with_the_fix(args, message):
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
-def test_a_level_without_a_heading_is_refused(tmp_path):
+def test_a_level_without_a_heading_is_refused(level_with_heading):
     """``--heading-from`` a level whose contract names no heading loop (the shipped one does): refused with the fix."""
-    import json
-
-    import onnx
-
-    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
-
-    model = onnx.load(REPO / "models/crazyflie_navigate.onnx")
-    entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
-    data = json.loads(entry.value)
-    data["heading"] = None
-    entry.value = json.dumps(data)
-    onnx.save(model, tmp_path / "plain.onnx")
-    proc = _run("--heading-from", str(tmp_path / "plain.onnx"))
+    proc = _run("--heading-from", str(level_with_heading(None, "plain.onnx")))
     assert proc.returncode == 2 and "has no heading section" in proc.stderr, proc.stderr
 
 

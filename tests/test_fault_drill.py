@@ -76,18 +76,6 @@ def test_under_the_levels_heading_loop_a_fault_at_any_moment_is_safe_too(heading
     assert f.motors_off_s is not None and f.motors_off_s - at <= _bound_s(heading_rig), (fault, at, f.motors_off_s)
 
 
-def test_a_level_without_a_heading_loop_is_refused(tmp_path, repo_root):
-    import json
-
-    import onnx
-
-    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
-
-    model = onnx.load(repo_root / "models/crazyflie_navigate.onnx")
-    entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
-    data = json.loads(entry.value)
-    data["heading"] = None
-    entry.value = json.dumps(data)
-    onnx.save(model, tmp_path / "plain.onnx")
+def test_a_level_without_a_heading_loop_is_refused(level_with_heading):
     with pytest.raises(SystemExit, match="names no heading loop"):
-        MissionRig(heading_from=tmp_path / "plain.onnx")
+        MissionRig(heading_from=level_with_heading(None, "plain.onnx"))

@@ -245,21 +245,7 @@ def test_the_skill_node_runs_the_levels_loop_and_refuses_a_level_over_another_sk
     assert loop.target_rad[0] == pytest.approx(math.pi / 2)
 
 
-def _level_with_heading(repo_root, path):
-    import onnx
-
-    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
-
-    model = onnx.load(repo_root / "models/crazyflie_navigate.onnx")
-    entry = next(p for p in model.metadata_props if p.key == NAVIGATE_METADATA_KEY)
-    data = json.loads(entry.value)
-    data["heading"] = SPEC.model_dump()
-    entry.value = json.dumps(data)
-    onnx.save(model, path)
-    return path
-
-
-def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto):
+def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto, level_with_heading):
     """``robot-hrl export-c --navigate`` of a level with a heading: the controller calls the generated loop, and the
     loop compiled with gcc agrees with the numpy one step by step (float32 against float64)."""
     import ctypes
@@ -270,7 +256,7 @@ def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto):
 
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
-    level = _level_with_heading(repo_root, tmp_path / "level_heading.onnx")
+    level = level_with_heading(SPEC.model_dump(), "level_heading.onnx")
     project = generate_project(repo_root / "models/crazyflie_goto.onnx", tmp_path / "cf", navigate=level)
     src = project.out_dir / "src"
     assert "#define POLICY_HEADING_ENABLED 1" in (src / "policy_heading.h").read_text()
