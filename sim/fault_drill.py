@@ -171,15 +171,17 @@ class MissionRig:
         self.robot = robot
         self.world = load_world(world_path)
         self.policy = OnnxPolicy(model_path, robot, provider="cpu")
-        self.heading_from = None if heading_from is None else Path(heading_from)
-        """A navigate level whose heading loop runs under the skill (its contract's ``heading``; the skill node's
-        ``heading_model``), or None: the skill's own yaw."""
-        if self.heading_from is not None:
+        self.heading = None
+        """The heading loop's spec of the navigate level ``heading_from`` (its contract's ``heading``; the skill node's
+        ``heading_model``) that runs under the skill, or None: the skill's own yaw."""
+        if heading_from is not None:
             from robot_hrl.runtime.heading import heading_of_level
 
-            if heading_of_level(self.heading_from, self.policy) is None:  # refused here, not mid-drill
-                raise SystemExit(f"error: {self.heading_from} names no heading loop (its contract has no heading "
+            loop = heading_of_level(Path(heading_from), self.policy)
+            if loop is None:  # refused here, not mid-drill
+                raise SystemExit(f"error: {heading_from} names no heading loop (its contract has no heading "
                                  "section); give a level trained with --heading, e.g. models/crazyflie_navigate.onnx")
+            self.heading = loop.spec
 
     def fly(self, task: str = DEMO_TASK, fault: str | None = None, fault_at_s: float | None = None, seed: int = 0,
             max_time_s: float = 90.0, randomization=None) -> Flight:
@@ -198,12 +200,10 @@ class MissionRig:
         shield = Shield.from_yaml(self.shield_config, robot, world, contract.subgoal_radius_m, action=contract.action)
         if hasattr(policy, "reset"):
             policy.reset()
-        heading = None
-        if self.heading_from is not None:  # a fresh loop per flight, as a fresh skill node has
-            from robot_hrl.runtime.heading import heading_of_level
+        from robot_hrl.runtime.heading import heading_loop
 
-            heading = heading_of_level(self.heading_from, policy)
-        skill = _sim_skill_core()(policy, shield, world, heading=heading)
+        # a fresh loop per flight, as a fresh skill node has
+        skill = _sim_skill_core()(policy, shield, world, heading=heading_loop(self.heading, policy))
         config = PlannerConfig(robot_radius_m=robot.collision_radius_m, safety_margin_m=self.safety_margin_m)
         planner = PlannerCore(make_planner("symbolic", world, contract.subgoal_radius_m, config=config),
                               floor_z=float(world.bounds.min[2]))

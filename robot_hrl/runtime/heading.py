@@ -90,14 +90,27 @@ class TurnedTerms:
         """Observation columns of each pair's x and y."""
         self.low, self.high = lo, hi
         """Each pair's clip range (the term's)."""
-        self._numpy = {}  # dtype -> (x index, y index, low, high) as numpy arrays (the runtime's tick builds none)
+        self._columns = {}  # (array kind, dtype, device) -> columns(like): built once, not on every tick or step
 
-    def numpy_columns(self, dtype):
-        """(x index, y index, low, high) as numpy arrays of ``dtype`` (kept per dtype)."""
-        cols = self._numpy.get(dtype)
+    def columns(self, like):
+        """(x index, y index, low, high) as arrays of ``like``'s kind, dtype and device (kept per kind)."""
+        if isinstance(like, np.ndarray):
+            key = (np.ndarray, like.dtype, None)
+        else:
+            import array_api_compat as aac
+
+            key = (type(like), like.dtype, str(aac.device(like)))
+        cols = self._columns.get(key)
         if cols is None:
-            cols = self._numpy[dtype] = (np.asarray(self.x_index, dtype=np.intp), np.asarray(self.y_index, dtype=np.intp),
-                                         np.asarray(self.low, dtype=dtype), np.asarray(self.high, dtype=dtype))
+            if key[0] is np.ndarray:
+                cols = (np.asarray(self.x_index, dtype=np.intp), np.asarray(self.y_index, dtype=np.intp),
+                        np.asarray(self.low, dtype=like.dtype), np.asarray(self.high, dtype=like.dtype))
+            else:
+                xp = aac.array_namespace(like)
+                dev = aac.device(like)
+                cols = (self.x_index, self.y_index, xp.asarray(self.low, dtype=like.dtype, device=dev),
+                        xp.asarray(self.high, dtype=like.dtype, device=dev))
+            self._columns[key] = cols
         return cols
 
 
@@ -112,16 +125,8 @@ def turn_observation(obs, turned: TurnedTerms, offset_rad):
     c, s = xp.cos(offset_rad), xp.sin(offset_rad)
     if getattr(c, "ndim", 0):
         c, s = c[..., None], s[..., None]
-    if xp is np:
-        xi, yi, lo, hi = turned.numpy_columns(obs.dtype)
-        out = obs.copy()
-    else:
-        import array_api_compat as aac
-
-        xi, yi = turned.x_index, turned.y_index
-        lo = xp.asarray(turned.low, dtype=obs.dtype, device=aac.device(obs))
-        hi = xp.asarray(turned.high, dtype=obs.dtype, device=aac.device(obs))
-        out = obs.clone()
+    xi, yi, lo, hi = turned.columns(obs)
+    out = obs.copy() if xp is np else obs.clone()
     x, y = obs[..., xi], obs[..., yi]
     out[..., xi] = xp.minimum(xp.maximum(c * x - s * y, lo), hi)
     out[..., yi] = xp.minimum(xp.maximum(s * x + c * y, lo), hi)

@@ -28,6 +28,7 @@ from robot_hrl.contract.error_integral import ErrorIntegrator, integral_terms
 from robot_hrl.errors import ContractError, ModelLoadError, ObservationError
 from robot_hrl.robots import Robot, default_robot, get_robot
 from robot_hrl.robots.articulation import ARTICULATION_KIND, ArticulationRobot
+from robot_hrl.runtime.heading import TurnedTerms, turn_observation
 from robot_hrl.runtime.integrity import verify_sha256_sidecar
 from robot_hrl.runtime.metadata import decode_provenance
 from robot_hrl.runtime.providers import SHORT_NAMES, ProviderUnavailableError, log_plan, plan_providers
@@ -356,8 +357,6 @@ class OnnxPolicy:
         # Explicit checks above: the terms clip, which would turn an infinite input into a finite observation.
         obs = compute_observation(self._terms, inputs, self._term_registry)
         if yaw_offset_rad:
-            from robot_hrl.runtime.heading import TurnedTerms, turn_observation
-
             if not math.isfinite(yaw_offset_rad):
                 raise ObservationError(f"yaw_offset_rad is not finite ({yaw_offset_rad}); the command is withheld")
             if self._turned is None:

@@ -114,7 +114,8 @@ class SkillDrivenQuadrotor:
     def linear_velocity_w(self) -> torch.Tensor:
         return self.env.linear_velocity_w
 
-    def skill_observation(self, subgoal_w: torch.Tensor) -> torch.Tensor:
+    def skill_observation(self, subgoal_w: torch.Tensor, yaw: torch.Tensor | None = None) -> torch.Tensor:
+        """The skill's observation (in its own frame under a heading loop; ``yaw``: the robots' yaw when the caller has it)."""
         env = self.env
         inputs = {"position_w": env.position_w, "quat_wxyz": env.quat_wxyz, "linear_velocity_w": env.linear_velocity_w,
                   "angular_velocity_b": env.angular_velocity_b, "subgoal_w": subgoal_w, "last_action": self.skill_last_action,
@@ -123,7 +124,8 @@ class SkillDrivenQuadrotor:
         if self.heading is not None:  # the skill observes in its own frame (robot_hrl.runtime.heading.turn_observation)
             from robot_hrl.runtime.heading import turn_observation
 
-            obs = turn_observation(obs, self.heading.turned, self.heading.frame_offset_rad(yaw_from_quat(env.quat_wxyz)))
+            yaw = yaw_from_quat(env.quat_wxyz) if yaw is None else yaw
+            obs = turn_observation(obs, self.heading.turned, self.heading.frame_offset_rad(yaw))
         return obs
 
     def new_subgoal(self) -> None:
@@ -136,11 +138,12 @@ class SkillDrivenQuadrotor:
 
         ``action_filter``: the skill's normalized actions (N, A) -> the actions applied (a shield in the loop,
         ``sim/navigate_shield.py``); the skill still observes its own last action, as the runtime's policy does."""
+        yaw = None if self.heading is None else yaw_from_quat(self.env.quat_wxyz)  # one per step: the turn and the loop
         if self._env_obs is None:
             if self.subgoal_change_m is not None:  # a subgoal moved: its integral starts again (as the runtime's)
                 moved = (subgoal_w - self.env.goal_w).abs().amax(dim=-1) > self.subgoal_change_m
                 self.env.position_error_integral[moved] = 0.0
-            obs = self.skill_observation(subgoal_w)
+            obs = self.skill_observation(subgoal_w, yaw)
             self.env.goal_w[:] = subgoal_w
         else:
             obs = self._env_obs
@@ -148,8 +151,7 @@ class SkillDrivenQuadrotor:
         applied = actions
         if self.heading is not None:  # the yaw loop owns the yaw torque; the skill observes its own action
             env = self.env
-            applied = self.heading.apply(actions, yaw_from_quat(env.quat_wxyz), env.angular_velocity_b[:, 2],
-                                         env.linear_velocity_w)
+            applied = self.heading.apply(actions, yaw, env.angular_velocity_b[:, 2], env.linear_velocity_w)
         applied = applied if action_filter is None else action_filter(applied)
         out, _, dones, _ = self.env.step(applied)
         # (the goto step's own observation holds the APPLIED last action: built from the contract when they differ)
