@@ -24,7 +24,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sim.fault_drill import DEMO_TASK, FAULTS, MissionRig, drill  # noqa: E402
+from sim.fault_drill import DEMO_TASK, FAULTS, drill, heading_rig  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
         ap.error(f"faults must come from {list(FAULTS)}")
     load = open("/proc/loadavg").read().split()[0] if Path("/proc/loadavg").exists() else "?"
     t0 = time.perf_counter()
-    rig = MissionRig(heading_from=args.heading_from)
+    rig = heading_rig(ap, args.heading_from)
     nominal, flights = drill(rig, args.flights, args.seed, faults, DEMO_TASK)
     wall = time.perf_counter() - t0
     ticks = sum(nominal.mode_ticks.values())

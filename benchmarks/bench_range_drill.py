@@ -59,13 +59,9 @@ def main(argv=None) -> int:
         from robot_hrl.runtime.heading import heading_of_level
 
         try:
-            loop = heading_of_level(args.heading_from, policy)
+            heading = heading_of_level(args.heading_from, policy, required=True).spec
         except RobotHrlError as exc:
             ap.error(f"--heading-from {args.heading_from}: {exc}")
-        if loop is None:
-            ap.error(f"--heading-from {args.heading_from}: the level's contract has no heading section (it was trained "
-                     "without the loop); leave the option out")
-        heading = loop.spec
     backup = None if args.recover_s is None else {"recover_s": args.recover_s}
     settings = [("through range_obstacles", ("range_obstacles",))] + ([] if args.no_bare else [("unshielded", ())])
     t0 = time.perf_counter()

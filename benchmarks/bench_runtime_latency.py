@@ -106,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         "tick": tick,
     }
     if args.heading_from is not None:
+        from robot_hrl.errors import RobotHrlError
         from robot_hrl.runtime.heading import heading_of_level
 
-        loop = heading_of_level(args.heading_from, policy)
-        if loop is None:
-            parser.error(f"--heading-from {args.heading_from}: the level's contract names no heading loop")
+        try:
+            loop = heading_of_level(args.heading_from, policy, required=True)
+        except RobotHrlError as exc:
+            parser.error(f"--heading-from {args.heading_from}: {exc}")
         cases["tick, heading"] = lambda: policy.to_command(loop.step(policy, state, subgoal))
     print(f"model     {args.model} ({args.model.stat().st_size / 1024:.1f} KiB), provider {policy.provider}")
     print(f"machine   {platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}, "

@@ -177,11 +177,7 @@ class MissionRig:
         if heading_from is not None:
             from robot_hrl.runtime.heading import heading_of_level
 
-            loop = heading_of_level(Path(heading_from), self.policy)
-            if loop is None:  # refused here, not mid-drill
-                raise SystemExit(f"error: {heading_from} names no heading loop (its contract has no heading "
-                                 "section); give a level trained with --heading, e.g. models/crazyflie_navigate.onnx")
-            self.heading = loop.spec
+            self.heading = heading_of_level(Path(heading_from), self.policy, required=True).spec  # refused here, not mid-drill
 
     def fly(self, task: str = DEMO_TASK, fault: str | None = None, fault_at_s: float | None = None, seed: int = 0,
             max_time_s: float = 90.0, randomization=None) -> Flight:
@@ -318,6 +314,17 @@ def drill(rig: MissionRig, flights: int, seed: int, faults=FAULTS, task: str = D
     return nominal, out
 
 
+def heading_rig(parser: argparse.ArgumentParser, heading_from) -> MissionRig:
+    """The drills' rig for a command line's ``--heading-from``: a missing, corrupted or loop-less level is a usage
+    error that names the fix (exit 2), not a traceback."""
+    from robot_hrl.errors import RobotHrlError
+
+    try:
+        return MissionRig(heading_from=heading_from)
+    except RobotHrlError as exc:
+        parser.error(f"--heading-from {heading_from}: {exc}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Fly the demo mission with a fault at a random moment (odometry lost, "
                                  "future-stamped, teleporting or frozen) and judge fence, ceiling, obstacle and floor "
@@ -335,7 +342,7 @@ def main(argv=None) -> int:
     bad = [f for f in faults if f not in FAULTS]
     if bad:
         ap.error(f"unknown fault(s) {bad}; choose from {list(FAULTS)}")
-    rig = MissionRig(heading_from=args.heading_from)
+    rig = heading_rig(ap, args.heading_from)
     nominal, flights = drill(rig, args.flights, args.seed, faults, args.task)
     print(f"nominal flight: {nominal.duration_s:.1f} s, planner {nominal.planner_state}, violations {nominal.violations}")
     for f in flights:

@@ -17,7 +17,7 @@ import math
 import sys
 from pathlib import Path
 
-from robot_hrl.errors import ConfigError
+from robot_hrl.errors import ConfigError, RobotHrlError
 
 MAX_SPREAD_RAD = 0.2
 """The final yaws must all lie this close to their circular mean: otherwise the skill has no single yaw of its own."""
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         yaw, spread = equilibrium_yaw(args.skill, num_envs=args.num_envs, hover_s=args.hover_s, seed=args.seed)
-    except ConfigError as exc:
+    except RobotHrlError as exc:  # no single yaw, a missing or corrupted model
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"skill_yaw_rad {yaw:.4f} (every final yaw within {spread:.4f} rad of it; {args.num_envs} start yaws, "

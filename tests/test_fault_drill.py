@@ -76,6 +76,19 @@ def test_under_the_levels_heading_loop_a_fault_at_any_moment_is_safe_too(heading
     assert f.motors_off_s is not None and f.motors_off_s - at <= _bound_s(heading_rig), (fault, at, f.motors_off_s)
 
 
-def test_a_level_without_a_heading_loop_is_refused(level_with_heading):
-    with pytest.raises(SystemExit, match="names no heading loop"):
-        MissionRig(heading_from=level_with_heading(None, "plain.onnx"))
+def test_a_level_without_a_heading_loop_is_refused(level_with_heading, capsys):
+    """The rig refuses a loop-less level with the fix; the command line turns it, a missing file and a corrupted one into
+    a usage error (exit 2) that says what was wrong."""
+    from robot_hrl.errors import ConfigError
+    from sim.fault_drill import main
+
+    plain = level_with_heading(None, "plain.onnx")
+    with pytest.raises(ConfigError, match="names no heading loop"):
+        MissionRig(heading_from=plain)
+    broken = plain.with_name("broken.onnx")
+    broken.write_bytes(b"not an onnx file")
+    for level, message in ((plain, "names no heading loop"), (plain.with_name("missing.onnx"), "does not exist"),
+                           (broken, "--heading-from")):
+        with pytest.raises(SystemExit) as info:
+            main(["--flights", "1", "--heading-from", str(level)])
+        assert info.value.code == 2 and message in capsys.readouterr().err

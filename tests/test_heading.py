@@ -393,6 +393,7 @@ def test_the_skill_yaw_is_measured_and_a_skill_without_one_is_refused(repo_root)
     with pytest.raises(ConfigError, match="skill_yaw_rad yourself"):
         equilibrium_yaw(repo_root / "models/crazyflie_goto.onnx", num_envs=8, hover_s=0.5)
     assert main([str(repo_root / "models/crazyflie_goto.onnx"), "--num-envs", "4", "--hover-s", "0.5"]) == 2
+    assert main([str(repo_root / "models/missing.onnx")]) == 2  # a missing model: its error, no traceback
     with pytest.raises(ConfigError, match="python -m sim.skill_yaw"):
         NavigateHeadingCfg(enabled=True).spec()
     assert NavigateHeadingCfg(enabled=False).spec() is None
@@ -475,3 +476,15 @@ def test_the_generated_controller_flies_the_shipped_levels_loop_as_the_runtime(r
         mode, out = lib.step(row, tick=k * period)
         assert mode == 0  # the policy flies
         np.testing.assert_allclose(out[:4], expected, rtol=1e-3, atol=2e-6)
+
+
+def test_the_latency_benchmark_refuses_a_bad_level(repo_root, level_with_heading):
+    """``bench_runtime_latency.py --heading-from``: a level without a loop, or a missing file, is a usage error."""
+    import subprocess
+    import sys
+
+    for level, message in ((level_with_heading(None, "plain.onnx"), "names no heading loop"),
+                           (repo_root / "models/missing.onnx", "does not exist")):
+        out = subprocess.run([sys.executable, "benchmarks/bench_runtime_latency.py", "--iterations", "100",
+                              "--heading-from", str(level)], capture_output=True, text=True, cwd=repo_root)
+        assert out.returncode == 2 and message in out.stderr, out.stderr[-2000:]

@@ -271,13 +271,18 @@ def heading_loop(spec, policy, num_envs: int = 1) -> HeadingLoop | None:
                        policy.contract.observations)
 
 
-def heading_of_level(level_path, policy):
+def heading_of_level(level_path, policy, required: bool = False):
     """The heading loop (robot_hrl.runtime.heading) a navigate level's contract asks of the skill below it, or None when
-    it names none. ContractError (the node does not start) when the level was not trained over this skill."""
+    it names none (``required``: ConfigError with the fix instead, for a tool told to fly a level's loop). ContractError
+    (the node does not start) when the level was not trained over this skill."""
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
     from robot_hrl.runtime import read_model_metadata, sha256_file
 
     contract = NavigateContract.from_json(read_model_metadata(level_path).get(NAVIGATE_METADATA_KEY))
     path = getattr(policy, "path", None)
     contract.check_lower_skill(policy.contract, sha256_file(path) if path is not None else None)
+    if required and contract.heading is None:
+        raise ConfigError(f"{level_path} names no heading loop (its contract has no heading section: it was trained "
+                          "without one); give a level trained with --heading, e.g. models/crazyflie_navigate.onnx, or "
+                          "leave the option out")
     return heading_loop(contract.heading, policy)
