@@ -19,6 +19,8 @@ SHIPPED_GOTO_YAW_RAD = -1.348
 yaw within 0.0002 rad; test_the_skill_yaw_is_measured_and_a_skill_without_one_is_refused measures it again)."""
 SPEC = HeadingSpec(max_rate_radps=0.8, natural_frequency_radps=3.0, damping_ratio=0.9, min_speed_mps=0.2,
                    max_error_rad=0.5, skill_yaw_rad=SHIPPED_GOTO_YAW_RAD)
+LEAD_SPEC = SPEC.model_copy(update={"lead_s": 0.4, "lead_filter_s": 0.1})
+"""The same loop with a lead into turns (the shipped level's: robot_hrl.runtime.heading)."""
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +34,14 @@ def _wrap(a):
     return (np.asarray(a) + math.pi) % (2 * math.pi) - math.pi
 
 
-def test_numpy_and_torch_run_the_same_law(goto):
+@pytest.mark.parametrize("spec", [SPEC, LEAD_SPEC], ids=["no_lead", "lead"])
+def test_numpy_and_torch_run_the_same_law(goto, spec):
     """Random yaws, rates, velocities (slow ones included, where the target holds) and resets: the two array kinds
     agree step by step, and the torque never leaves the contract's range."""
     rng = np.random.default_rng(4)
     n = 16
-    a = heading_loop(SPEC, goto, n)
-    b = heading_loop(SPEC, goto, n).to(torch.zeros(1, dtype=torch.float64))
+    a = heading_loop(spec, goto, n)
+    b = heading_loop(spec, goto, n).to(torch.zeros(1, dtype=torch.float64))
     term = goto.contract.action.terms[a.index]
     for k in range(300):
         yaw = rng.uniform(-math.pi, math.pi, n)
@@ -54,8 +57,32 @@ def test_numpy_and_torch_run_the_same_law(goto):
         np.testing.assert_allclose(out_b.numpy(), out_a, atol=1e-9)
         np.testing.assert_array_equal(np.delete(out_a, a.index, axis=1), np.delete(actions, a.index, axis=1))
         assert np.all(np.abs(out_a[:, a.index]) <= 1.0 + 1e-12)
-        assert np.all(np.abs(_wrap(a.setpoint_rad - yaw)) <= SPEC.max_error_rad + 1e-9)
+        assert np.all(np.abs(_wrap(a.setpoint_rad - yaw)) <= spec.max_error_rad + 1e-9)
     assert term.name == "torque_z"
+
+
+def test_the_target_leads_into_a_turn_and_not_when_braking(goto):
+    """On a path that curves at w rad/s the lead puts the target atan(lead_s w) ahead of the velocity, on the inside of
+    the turn (left for a left turn, right for a right one); braking or speeding up along a straight line leads
+    nothing; without a lead the target is the velocity's own direction; a reset forgets the turn."""
+    dt = 0.01
+    for w in (1.0, -0.5):
+        lead, plain = heading_loop(LEAD_SPEC, goto), heading_loop(SPEC, goto)
+        for k in range(200):  # 2 s: the filter (0.1 s) has settled
+            th = w * dt * k
+            v = np.array([[math.cos(th), math.sin(th), 0.0]])
+            lead.torque_nm(np.array([th]), np.zeros(1), v)
+            plain.torque_nm(np.array([th]), np.zeros(1), v)
+        assert plain.target_rad[0] == pytest.approx(th, abs=1e-12)
+        # (the filter's lag of 0.1 s costs a little of the lead: within 2 %)
+        assert _wrap(lead.target_rad[0] - th) == pytest.approx(math.atan(LEAD_SPEC.lead_s * w), rel=0.02)
+        lead.reset()
+        lead.torque_nm(np.array([0.0]), np.zeros(1), np.array([[0.0, 1.0, 0.0]]))
+        assert lead.target_rad[0] == pytest.approx(math.pi / 2)  # the first tick after a reset: no turn yet
+    lead = heading_loop(LEAD_SPEC, goto)
+    for k in range(100):  # braking hard along +x
+        lead.torque_nm(np.zeros(1), np.zeros(1), np.array([[1.5 - 0.015 * k, 0.0, 0.0]]))
+        assert lead.target_rad[0] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_the_setpoint_turns_toward_the_velocity_at_its_rate_and_holds_when_slow(goto):
@@ -102,7 +129,8 @@ def test_a_loop_for_another_action_mode_or_without_inertia_is_refused(goto):
 
 @pytest.mark.parametrize("field,value", [("max_rate_radps", 0.0), ("damping_ratio", -1.0), ("max_error_rad", 4.0),
                                          ("mode", "face_goal"), ("min_speed_mps", float("nan")),
-                                         ("skill_yaw_rad", 4.0), ("skill_yaw_rad", None)])
+                                         ("skill_yaw_rad", 4.0), ("skill_yaw_rad", None), ("lead_s", -0.1),
+                                         ("lead_s", float("inf")), ("lead_filter_s", 0.0)])
 def test_a_contract_with_a_bad_heading_is_refused_with_the_fix(repo_root, field, value):
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
     from robot_hrl.runtime import read_model_metadata
@@ -245,7 +273,8 @@ def test_the_skill_node_runs_the_levels_loop_and_refuses_a_level_over_another_sk
     assert loop.target_rad[0] == pytest.approx(math.pi / 2)
 
 
-def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto, level_with_heading):
+@pytest.mark.parametrize("spec", [SPEC, LEAD_SPEC], ids=["no_lead", "lead"])
+def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto, level_with_heading, spec):
     """``robot-hrl export-c --navigate`` of a level with a heading: the controller calls the generated loop, and the
     loop compiled with gcc agrees with the numpy one step by step (float32 against float64)."""
     import ctypes
@@ -256,7 +285,7 @@ def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto, level_w
 
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
-    level = level_with_heading(SPEC.model_dump(), "level_heading.onnx")
+    level = level_with_heading(spec.model_dump(), "level_heading.onnx")
     project = generate_project(repo_root / "models/crazyflie_goto.onnx", tmp_path / "cf", navigate=level)
     src = project.out_dir / "src"
     assert "#define POLICY_HEADING_ENABLED 1" in (src / "policy_heading.h").read_text()
@@ -270,15 +299,18 @@ def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto, level_w
     c = ctypes.CDLL(str(lib))
     f32 = np.ctypeslib.ndpointer(dtype=np.float32, flags="C_CONTIGUOUS")
     c.policyHeadingApply.argtypes = [ctypes.c_float] * 4 + [f32]
-    loop = heading_loop(SPEC, goto)
+    loop = heading_loop(spec, goto)
     rng = np.random.default_rng(11)
     yaw = 0.3
+    v = np.zeros(3)
     for k in range(400):
         if k == 250:
             c.policyHeadingReset()
             loop.reset()
         yaw = float(_wrap(yaw + rng.normal(0.0, 0.05)))
-        rate, v = float(rng.normal(0.0, 0.5)), rng.normal(0.0, 0.5, 3)
+        # a velocity that wanders (a flight's) and now and then jumps (a fresh estimate), slow ones included
+        v = rng.normal(0.0, 0.5, 3) if k % 50 == 0 else v + rng.normal(0.0, 0.03, 3)
+        rate = float(rng.normal(0.0, 0.5))
         actions = rng.uniform(-1, 1, 4).astype(np.float32)
         out_c = actions.copy()
         c.policyHeadingApply(yaw, rate, float(v[0]), float(v[1]), out_c)
@@ -488,3 +520,42 @@ def test_the_latency_benchmark_refuses_a_bad_level(repo_root, level_with_heading
         out = subprocess.run([sys.executable, "benchmarks/bench_runtime_latency.py", "--iterations", "100",
                               "--heading-from", str(level)], capture_output=True, text=True, cwd=repo_root)
         assert out.returncode == 2 and message in out.stderr, out.stderr[-2000:]
+
+
+def test_a_levels_heading_is_retuned_with_its_weights_and_provenance_kept(repo_root, tmp_path, level_with_heading,
+                                                                          capsys):
+    """``python -m deploy.onnx_export.heading``: a new file whose contract has the new heading fields, the same outputs
+    and a record of the change (the old file's sha256, from and to); a level without a loop, a skill's file, a value
+    out of the contract's range and a missing level are refused with the fix, and nothing is written."""
+    import hashlib
+
+    from deploy.onnx_export.heading import RETUNE_KEY, main
+    from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
+    from robot_hrl.runtime import read_model_metadata
+
+    shipped = repo_root / "models/crazyflie_navigate.onnx"
+    out = tmp_path / "lead.onnx"
+    assert main([str(shipped), "--lead-s", "0.7", "--out", str(out)]) == 0
+    meta = read_model_metadata(out)
+    heading = NavigateContract.from_json(meta[NAVIGATE_METADATA_KEY]).heading
+    before = NavigateContract.from_json(read_model_metadata(shipped)[NAVIGATE_METADATA_KEY]).heading
+    assert heading == before.model_copy(update={"lead_s": 0.7})
+    record = json.loads(meta[RETUNE_KEY])[-1]
+    assert record["from_sha256"] == hashlib.sha256(shipped.read_bytes()).hexdigest()
+    assert record["from"] == {"lead_s": before.lead_s} and record["to"] == {"lead_s": 0.7}
+    assert (tmp_path / "lead.onnx.sha256").read_text().split()[0] == hashlib.sha256(out.read_bytes()).hexdigest()
+    again = tmp_path / "again.onnx"  # a second change keeps the first one's record
+    assert main([str(out), "--lead-filter-s", "0.2", "--out", str(again)]) == 0
+    assert [r["to"] for r in json.loads(read_model_metadata(again)[RETUNE_KEY])] == [{"lead_s": 0.7}, {"lead_filter_s": 0.2}]
+    bad = tmp_path / "bad.onnx"
+    plain = level_with_heading(None, "plain.onnx")
+    for argv, words in (([str(plain), "--lead-s", "0.4"], "--heading"),
+                        ([str(repo_root / "models/crazyflie_goto.onnx"), "--lead-s", "0.4"], "navigation model"),
+                        ([str(shipped), "--lead-s", "-0.4"], "greater than or equal"),
+                        ([str(tmp_path / "missing.onnx"), "--lead-s", "0.4"], "missing.onnx")):
+        capsys.readouterr()
+        assert main(argv + ["--out", str(bad)]) == 2
+        assert words in capsys.readouterr().err
+        assert not bad.exists()
+    with pytest.raises(SystemExit):
+        main([str(shipped), "--out", str(bad)])  # nothing to change: a usage error

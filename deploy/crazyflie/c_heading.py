@@ -58,12 +58,15 @@ def generate_heading_c(contract: PolicyContract, heading, robot, banner: str) ->
             "POLICY_HEADING_HIGH_NM": c_float(term.high),
             "POLICY_HEADING_SKILL_YAW_RAD": c_float(heading.skill_yaw_rad),
             "POLICY_HEADING_PAIRS": str(len(turned.x_index)),
+            "POLICY_HEADING_LEAD_S": c_float(heading.lead_s),
+            "POLICY_HEADING_LEAD_ALPHA": c_float(dt / (heading.lead_filter_s + dt)),
         }
         pairs = ",\n".join(f"  {{{i}, {j}, {c_float(lo)}, {c_float(hi)}}}"
                            for i, j, lo, hi in zip(turned.x_index, turned.y_index, turned.low, turned.high))
         what = (f"heading {heading.mode}: setpoint at most {heading.max_rate_radps:g} rad/s, w_n {wn:g} rad/s, zeta "
                 f"{heading.damping_ratio:g}, below {heading.min_speed_mps:g} m/s the target holds, setpoint within "
-                f"{heading.max_error_rad:g} rad of the yaw; the skill observes the world turned so that its yaw reads "
+                f"{heading.max_error_rad:g} rad of the yaw, the target leads into a turn by {heading.lead_s:g} s of "
+                f"the velocity's turn; the skill observes the world turned so that its yaw reads "
                 f"{heading.skill_yaw_rad:.4f} rad")
     else:
         constants, what = {}, "no heading loop: the level names none (the goto skill's own yaw torque flies)"
@@ -133,7 +136,11 @@ void policyHeadingTurnState(const state_t *state, float *obs)
 #define POLICY_HEADING_DEG_TO_RAD 0.0174532925f
 
 static float headingSetpoint = NAN;  /* the yaw the loop steers to, rad (NaN: not started) */
-static float headingTarget = NAN;    /* the last direction of the horizontal velocity, rad */
+static float headingTarget = NAN;    /* the last direction of motion (with the lead), rad */
+static float headingVxPrev = 0.0f;   /* the last period's horizontal velocity, m/s (the lead's difference) */
+static float headingVyPrev = 0.0f;
+static float headingAx = 0.0f;       /* the velocity's rate of change, low-passed, m/s^2 */
+static float headingAy = 0.0f;
 
 /* numpy's remainder(a + pi, 2 pi) - pi: in [-pi, pi) */
 static float headingWrap(float a)
@@ -158,14 +165,32 @@ void policyHeadingReset(void)
 
 void policyHeadingApply(float yaw_rad, float yaw_rate_radps, float vx_mps, float vy_mps, float *actions)
 {{
-  if (isnan(headingSetpoint)) {{
+  const int fresh = isnan(headingSetpoint);
+  if (fresh) {{
     headingSetpoint = yaw_rad;
   }}
   if (isnan(headingTarget)) {{
     headingTarget = yaw_rad;
   }}
-  if (vx_mps * vx_mps + vy_mps * vy_mps >= POLICY_HEADING_MIN_SPEED2) {{
-    headingTarget = atan2f(vy_mps, vx_mps);
+  const float speed2 = vx_mps * vx_mps + vy_mps * vy_mps;
+  float dx = vx_mps, dy = vy_mps;
+  if (POLICY_HEADING_LEAD_S > 0.0f) {{
+    /* the lead: v + lead_s a_turn, a_turn the low-passed rate of change of v, its part across v */
+    if (fresh) {{
+      headingAx = 0.0f;
+      headingAy = 0.0f;
+    }} else {{
+      headingAx += POLICY_HEADING_LEAD_ALPHA * ((vx_mps - headingVxPrev) / POLICY_HEADING_DT_S - headingAx);
+      headingAy += POLICY_HEADING_LEAD_ALPHA * ((vy_mps - headingVyPrev) / POLICY_HEADING_DT_S - headingAy);
+    }}
+    headingVxPrev = vx_mps;
+    headingVyPrev = vy_mps;
+    const float along = (headingAx * vx_mps + headingAy * vy_mps) / (speed2 + 1e-12f);
+    dx = vx_mps + POLICY_HEADING_LEAD_S * (headingAx - along * vx_mps);
+    dy = vy_mps + POLICY_HEADING_LEAD_S * (headingAy - along * vy_mps);
+  }}
+  if (speed2 >= POLICY_HEADING_MIN_SPEED2) {{
+    headingTarget = atan2f(dy, dx);
   }}
   const float step = headingClamp(headingWrap(headingTarget - headingSetpoint), -POLICY_HEADING_MAX_STEP_RAD,
                                   POLICY_HEADING_MAX_STEP_RAD);

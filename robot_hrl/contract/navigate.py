@@ -88,6 +88,13 @@ class HeadingSpec(BaseModel):
         "the yaw the goto skill is shown, rad: its observation is built in a world frame turned about z so that the "
         "robot's yaw reads as this, the skill's own equilibrium yaw (a skill that observes world-frame terms is "
         "yaw-equivariant in the physics, not in its weights; sim/skill_yaw.py measures it)"))
+    lead_s: float = Field(0.0, ge=0.0, le=2.0, description=(
+        "the target leads the direction of motion into a turn: it is the direction of v + lead_s a_turn, where a_turn "
+        "is the part of the velocity's rate of change across v (low-passed over lead_filter_s), s; 0: the velocity's "
+        "own direction. A path that curves toward an edge between the front and side cones keeps the edge in the "
+        "front cone"))
+    lead_filter_s: float = Field(0.1, gt=0.0, le=1.0, description="time constant of the low-pass on the velocity's "
+                                                                   "rate of change that the lead uses, s")
 
 
 def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m: float,

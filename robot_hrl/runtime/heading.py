@@ -20,7 +20,11 @@ that equilibrium, measured for the skill the level was trained over (``sim/skill
 
 The law, per control period ``dt`` (yaw ``psi``, body yaw rate ``r``, both from the state):
 
-- target: ``atan2(v_y, v_x)`` while the horizontal speed is at least ``min_speed_mps``, else the last one;
+- target: the direction of ``v + lead_s a_turn`` while the horizontal speed is at least ``min_speed_mps``, else the
+  last one. ``a_turn`` is the part of the velocity's rate of change across ``v`` (a backward difference per control
+  period, low-passed with time constant ``lead_filter_s``; zero on the first tick): on a path that curves, the target
+  leads the velocity by ``atan(lead_s w)`` (``w`` the velocity's turn rate), into the turn, where the path goes next.
+  Braking (the along-track part) turns nothing. With ``lead_s`` 0 the target is ``atan2(v_y, v_x)``;
 - setpoint: moves toward the target by at most ``max_rate_radps * dt`` (the setpoint's rate ``r_sp``), and is
   kept within ``max_error_rad`` of the yaw (a backup controller that held the yaw meanwhile winds nothing up);
 - torque: ``I_zz (w_n^2 wrap(psi_sp - psi) + 2 zeta w_n (r_sp - r))``, clipped to the contract's torque_z range.
@@ -181,7 +185,13 @@ class HeadingLoop:
         self.setpoint_rad = np.full(self.num_envs, np.nan)
         """The yaw the loop steers to, rad (NaN: not started; the first call takes the robot's yaw)."""
         self.target_rad = np.full(self.num_envs, np.nan)
-        """Where the setpoint turns to: the last direction of the horizontal velocity, rad."""
+        """Where the setpoint turns to: the last direction of motion (with the lead), rad."""
+        self.velocity_prev_w = np.zeros((self.num_envs, 2))
+        """The horizontal velocity of the last control period, m/s (the lead's backward difference)."""
+        self.turn_accel_w = np.zeros((self.num_envs, 2))
+        """The velocity's rate of change, low-passed, m/s^2 (the lead's; its part across the velocity turns the target)."""
+        self.lead_alpha = self.dt_s / (float(spec.lead_filter_s) + self.dt_s)
+        """The low-pass's weight of a new difference (a first-order filter, time constant ``lead_filter_s``)."""
 
     def to(self, like) -> "HeadingLoop":
         """Keep the state as ``like``'s array type (a torch tensor on its device, or numpy)."""
@@ -191,13 +201,15 @@ class HeadingLoop:
             xp = aac.array_namespace(like)
             self.setpoint_rad = xp.full((self.num_envs,), math.nan, dtype=like.dtype, device=aac.device(like))
             self.target_rad = xp.full((self.num_envs,), math.nan, dtype=like.dtype, device=aac.device(like))
+            self.velocity_prev_w = xp.zeros((self.num_envs, 2), dtype=like.dtype, device=aac.device(like))
+            self.turn_accel_w = xp.zeros((self.num_envs, 2), dtype=like.dtype, device=aac.device(like))
         return self
 
     def reset(self, ids=None) -> None:
         """Forget the setpoint (of robots ``ids``; None: all): the next call starts from their yaw."""
         sel = slice(None) if ids is None else ids
         self.setpoint_rad[sel] = math.nan
-        self.target_rad[sel] = math.nan
+        self.target_rad[sel] = math.nan  # (the lead's filter restarts with the setpoint: see _lead)
 
     def torque_nm(self, yaw_rad, yaw_rate_radps, velocity_w):
         """Advance one control period; returns the yaw torque (N,), N m. ``yaw_rad`` (N,), ``yaw_rate_radps`` (N,): the
@@ -210,7 +222,10 @@ class HeadingLoop:
         self.setpoint_rad = where(fresh, yaw_rad, self.setpoint_rad)
         self.target_rad = where(fresh, yaw_rad, self.target_rad)
         vx, vy = velocity_w[..., 0], velocity_w[..., 1]
-        moving = vx * vx + vy * vy >= s.min_speed_mps ** 2
+        speed2 = vx * vx + vy * vy
+        moving = speed2 >= s.min_speed_mps ** 2
+        if s.lead_s > 0.0:
+            vx, vy = self._lead(vx, vy, speed2, fresh, where)
         self.target_rad = where(moving, atan2(vy, vx), self.target_rad)
         step = clip(wrap(self.target_rad - self.setpoint_rad), -s.max_rate_radps * self.dt_s, s.max_rate_radps * self.dt_s)
         setpoint = yaw_rad + clip(wrap(self.setpoint_rad + step - yaw_rad), -s.max_error_rad, s.max_error_rad)
@@ -219,6 +234,19 @@ class HeadingLoop:
         torque = self.inertia_zz_kgm2 * (self.kp_per_s2 * wrap(self.setpoint_rad - yaw_rad)
                                          + self.kd_per_s * (rate_sp - yaw_rate_radps))
         return clip(torque, self.low_nm, self.high_nm)
+
+    def _lead(self, vx, vy, speed2, fresh, where):
+        """The direction the target faces: ``v + lead_s a_turn`` (the module's law), and the filter advanced."""
+        a = self.lead_alpha
+        ax = (vx - self.velocity_prev_w[..., 0]) / self.dt_s
+        ay = (vy - self.velocity_prev_w[..., 1]) / self.dt_s
+        fx = where(fresh, 0.0 * ax, self.turn_accel_w[..., 0] + a * (ax - self.turn_accel_w[..., 0]))
+        fy = where(fresh, 0.0 * ay, self.turn_accel_w[..., 1] + a * (ay - self.turn_accel_w[..., 1]))
+        self.turn_accel_w[..., 0], self.turn_accel_w[..., 1] = fx, fy
+        self.velocity_prev_w[..., 0], self.velocity_prev_w[..., 1] = vx, vy
+        along = (fx * vx + fy * vy) / (speed2 + 1e-12)
+        lead = self.spec.lead_s
+        return vx + lead * (fx - along * vx), vy + lead * (fy - along * vy)
 
     def apply(self, actions, yaw_rad, yaw_rate_radps, velocity_w):
         """The skill's normalized actions (N, A) with the ``torque_z`` column replaced by the loop's (a new array)."""

@@ -101,6 +101,11 @@ class NavigateHeadingCfg:
     """Below this horizontal speed the direction of motion is noise: the setpoint keeps its last target."""
     max_error_rad: float = 0.5
     """The setpoint stays this close to the yaw (nothing winds up while the shield's backup holds the yaw)."""
+    lead_s: float = 0.0
+    """The target leads the direction of motion into a turn by this much of the velocity's turn (robot_hrl.runtime.heading;
+    0: the velocity's own direction)."""
+    lead_filter_s: float = 0.1
+    """Time constant of the low-pass on the velocity's rate of change that the lead uses, s."""
     skill_yaw_rad: float | None = None
     """The yaw the goto skill is shown (its own equilibrium: robot_hrl.runtime.heading, "the skill's frame"). None:
     ``sim/train_navigate.py`` measures it for the skill (``sim/skill_yaw.py``) before training."""
@@ -116,7 +121,8 @@ class NavigateHeadingCfg:
                               "`python -m sim.skill_yaw <skill.onnx>` (sim/train_navigate.py does it) and set it")
         return HeadingSpec(max_rate_radps=self.max_rate_radps, natural_frequency_radps=self.natural_frequency_radps,
                            damping_ratio=self.damping_ratio, min_speed_mps=self.min_speed_mps,
-                           max_error_rad=self.max_error_rad, skill_yaw_rad=self.skill_yaw_rad)
+                           max_error_rad=self.max_error_rad, skill_yaw_rad=self.skill_yaw_rad, lead_s=self.lead_s,
+                           lead_filter_s=self.lead_filter_s)
 
     @classmethod
     def of(cls, spec) -> "NavigateHeadingCfg":
@@ -125,7 +131,7 @@ class NavigateHeadingCfg:
             return cls(enabled=False)
         return cls(enabled=True, max_rate_radps=spec.max_rate_radps, natural_frequency_radps=spec.natural_frequency_radps,
                    damping_ratio=spec.damping_ratio, min_speed_mps=spec.min_speed_mps, max_error_rad=spec.max_error_rad,
-                   skill_yaw_rad=spec.skill_yaw_rad)
+                   skill_yaw_rad=spec.skill_yaw_rad, lead_s=spec.lead_s, lead_filter_s=spec.lead_filter_s)
 
 
 @dataclass
