@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -70,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "velocity, so the front ranger looks along its path, and the skill observes the world turned to its "
                         "own yaw, measured first by sim/skill_yaw.py; NavigateHeadingCfg); the exported contract names it, "
                         "and every runtime that flies the level runs it. An --init-onnx level that has one keeps it")
+    p.add_argument("--heading-lead-s", type=float, default=None, metavar="S",
+                   help="with --heading: the loop's lead into turns (HeadingSpec.lead_s: the yaw target faces v + S a_turn; "
+                        "default 0, or the --init-onnx level's own)")
     p.add_argument("--init-std", type=float, default=0.2, help="the exploration std of an --init-onnx actor")
     p.add_argument("--critic-warmup", type=int, default=0, metavar="N",
                    help="first N PPO iterations train the critic only (the actor frozen): a fresh critic under a trained actor")
@@ -130,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
             from sim.envs.navigate_env_cfg import NavigateHeadingCfg
 
             cfg.heading = NavigateHeadingCfg.of(own.heading)
+    if args.heading_lead_s is not None:
+        if not cfg.heading.enabled:
+            raise SystemExit("--heading-lead-s needs the heading loop: add --heading (or give an --init-onnx level that has one)")
+        if not (math.isfinite(args.heading_lead_s) and 0.0 <= args.heading_lead_s <= 2.0):
+            raise SystemExit(f"--heading-lead-s {args.heading_lead_s}: give seconds in [0, 2] (the contract's range), e.g. 0.4")
+        cfg.heading.lead_s = args.heading_lead_s
     if cfg.heading.enabled and cfg.heading.skill_yaw_rad is None:  # the yaw the skill is shown under the loop
         from sim.skill_yaw import equilibrium_yaw
 

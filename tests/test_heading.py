@@ -136,8 +136,8 @@ def test_a_contract_with_a_bad_heading_is_refused_with_the_fix(repo_root, field,
     from robot_hrl.runtime import read_model_metadata
 
     data = json.loads(read_model_metadata(repo_root / "models/crazyflie_navigate.onnx")[NAVIGATE_METADATA_KEY])
-    shipped = NavigateContract.model_validate(data).heading  # the shipped level's: face the velocity, 2 rad/s
-    assert shipped is not None and shipped.max_rate_radps == 2.0
+    shipped = NavigateContract.model_validate(data).heading  # the shipped level's: face the velocity, 2 rad/s, lead
+    assert shipped is not None and shipped.max_rate_radps == 2.0 and shipped.lead_s == 0.4
     data["heading"] = {**SPEC.model_dump(), field: value}
     with pytest.raises(ContractError, match="malformed") as info:
         NavigateContract.from_json(json.dumps(data))
@@ -461,12 +461,17 @@ def test_training_with_the_loop_measures_the_skills_yaw_and_exports_it(tmp_path,
     run = tmp_path / "nav_heading"
     out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(run), "--num-envs", "8",
                           "--max-iterations", "1", "--rooms-per-density", "1", "--threads", "1", "--dagger-iterations", "0",
-                          "--heading", "--export", str(run / "nav.onnx")], capture_output=True, text=True, cwd=repo_root)
+                          "--heading", "--heading-lead-s", "0.4", "--export", str(run / "nav.onnx")],
+                         capture_output=True, text=True, cwd=repo_root)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "the goto skill's own yaw -1.34" in out.stdout
     heading = NavigateContract.from_json(read_model_metadata(run / "nav.onnx")[NAVIGATE_METADATA_KEY]).heading
     assert heading is not None and heading.skill_yaw_rad == pytest.approx(SHIPPED_GOTO_YAW_RAD, abs=0.01)
-    assert heading.max_rate_radps == 2.0  # NavigateHeadingCfg's defaults
+    assert heading.max_rate_radps == 2.0 and heading.lead_s == 0.4  # NavigateHeadingCfg's default rate, the lead asked for
+    for argv, words in ((["--heading-lead-s", "0.4"], "add --heading"), (["--heading", "--heading-lead-s", "-1"], "[0, 2]")):
+        bad = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(tmp_path / "bad"), "--num-envs", "8",
+                              "--max-iterations", "1", *argv], capture_output=True, text=True, cwd=repo_root)
+        assert bad.returncode != 0 and words in bad.stderr
 
 
 def test_the_generated_controller_flies_the_shipped_levels_loop_as_the_runtime(repo_root, tmp_path, goto):
@@ -546,7 +551,8 @@ def test_a_levels_heading_is_retuned_with_its_weights_and_provenance_kept(repo_r
     assert (tmp_path / "lead.onnx.sha256").read_text().split()[0] == hashlib.sha256(out.read_bytes()).hexdigest()
     again = tmp_path / "again.onnx"  # a second change keeps the first one's record
     assert main([str(out), "--lead-filter-s", "0.2", "--out", str(again)]) == 0
-    assert [r["to"] for r in json.loads(read_model_metadata(again)[RETUNE_KEY])] == [{"lead_s": 0.7}, {"lead_filter_s": 0.2}]
+    history = json.loads(read_model_metadata(again)[RETUNE_KEY])  # (the shipped level's own change comes first)
+    assert [r["to"] for r in history[-2:]] == [{"lead_s": 0.7}, {"lead_filter_s": 0.2}]
     bad = tmp_path / "bad.onnx"
     plain = level_with_heading(None, "plain.onnx")
     for argv, words in (([str(plain), "--lead-s", "0.4"], "--heading"),
