@@ -13,14 +13,15 @@ equal the old file's; judge the result with ``sim/evaluate_navigate.py`` before 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from deploy.onnx_export.errors import ExportError
+from deploy.onnx_export.exporter import _write_metadata
 from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, HeadingSpec, NavigateContract
 
 RETUNE_KEY = "robot_hrl.provenance.heading_retune"
@@ -34,6 +35,7 @@ def retune_heading(level: str | Path, out: str | Path, **changes) -> Path:
 
     from robot_hrl.errors import RobotHrlError
     from robot_hrl.runtime import read_model_metadata
+    from robot_hrl.runtime.integrity import sha256_file, write_sha256_sidecar
 
     level, out = Path(level), Path(out)
     try:
@@ -55,16 +57,13 @@ def retune_heading(level: str | Path, out: str | Path, **changes) -> Path:
     model = onnx.load(str(level))
     entries = {p.key: p.value for p in model.metadata_props}
     history = json.loads(entries.get(RETUNE_KEY, "[]"))
-    history.append({"from_sha256": hashlib.sha256(level.read_bytes()).hexdigest(), "from_file": level.name,
+    history.append({"from_sha256": sha256_file(level), "from_file": level.name,
                     "from": {k: getattr(contract.heading, k) for k in changes}, "to": dict(changes)})
     entries[NAVIGATE_METADATA_KEY] = new.to_json()
     entries[RETUNE_KEY] = json.dumps(history)
-    del model.metadata_props[:]
-    for key in sorted(entries):
-        entry = model.metadata_props.add()
-        entry.key, entry.value = key, entries[key]
     out.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(out))
+    shutil.copyfile(level, out)
+    _write_metadata(out, entries, model.doc_string)  # (the exporter's one writer of a model's metadata)
     check = NavigateContract.from_json(read_model_metadata(out)[NAVIGATE_METADATA_KEY])
     if check.heading != heading:
         raise ExportError(f"{out}: the written heading section does not read back; the file is broken")
@@ -73,7 +72,7 @@ def retune_heading(level: str | Path, out: str | Path, **changes) -> Path:
     got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"obs": x})[0]
     if not np.array_equal(old, got):
         raise ExportError(f"{out}: its outputs differ from {level}'s; only the metadata may change")
-    out.with_name(out.name + ".sha256").write_text(f"{hashlib.sha256(out.read_bytes()).hexdigest()}  {out.name}\n")
+    write_sha256_sidecar(out)
     return out
 
 

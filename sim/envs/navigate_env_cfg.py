@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from robot_hrl.errors import ConfigError
 
@@ -119,20 +119,19 @@ class NavigateHeadingCfg:
         if self.skill_yaw_rad is None:
             raise ConfigError("heading.skill_yaw_rad is not set: measure the goto skill's own yaw with "
                               "`python -m sim.skill_yaw <skill.onnx>` (sim/train_navigate.py does it) and set it")
-        return HeadingSpec(max_rate_radps=self.max_rate_radps, natural_frequency_radps=self.natural_frequency_radps,
-                           damping_ratio=self.damping_ratio, min_speed_mps=self.min_speed_mps,
-                           max_error_rad=self.max_error_rad, skill_yaw_rad=self.skill_yaw_rad, lead_s=self.lead_s,
-                           lead_filter_s=self.lead_filter_s)
+        return HeadingSpec(**{name: getattr(self, name) for name in self._spec_fields()})
 
     @classmethod
     def of(cls, spec) -> "NavigateHeadingCfg":
         """The heading a level's contract names (its ``heading``, a HeadingSpec; None: off)."""
         if spec is None:
             return cls(enabled=False)
-        return cls(enabled=True, max_rate_radps=spec.max_rate_radps, natural_frequency_radps=spec.natural_frequency_radps,
-                   damping_ratio=spec.damping_ratio, min_speed_mps=spec.min_speed_mps, max_error_rad=spec.max_error_rad,
-                   skill_yaw_rad=spec.skill_yaw_rad, lead_s=spec.lead_s, lead_filter_s=spec.lead_filter_s)
+        return cls(enabled=True, **{name: getattr(spec, name) for name in cls._spec_fields()})
 
+    @classmethod
+    def _spec_fields(cls) -> tuple[str, ...]:
+        """The fields this config shares with HeadingSpec (all but ``enabled``; the spec's ``mode`` is its only one)."""
+        return tuple(f.name for f in fields(cls) if f.name != "enabled")
 
 @dataclass
 class NavigateEnvCfg:
