@@ -21,6 +21,8 @@ SPEC = HeadingSpec(max_rate_radps=0.8, natural_frequency_radps=3.0, damping_rati
                    max_error_rad=0.5, skill_yaw_rad=SHIPPED_GOTO_YAW_RAD)
 LEAD_SPEC = SPEC.model_copy(update={"lead_s": 0.4, "lead_filter_s": 0.1})
 """The same loop with a lead into turns (the shipped level's: robot_hrl.runtime.heading)."""
+RATE_SPEC = LEAD_SPEC.model_copy(update={"max_yaw_rate_radps": 1.0})
+"""With the yaw rate command clipped, below what the PD asks for (0.8 + 3 / 1.8 * 0.5 = 1.63 rad/s)."""
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +36,7 @@ def _wrap(a):
     return (np.asarray(a) + math.pi) % (2 * math.pi) - math.pi
 
 
-@pytest.mark.parametrize("spec", [SPEC, LEAD_SPEC], ids=["no_lead", "lead"])
+@pytest.mark.parametrize("spec", [SPEC, LEAD_SPEC, RATE_SPEC], ids=["no_lead", "lead", "rate_limit"])
 def test_numpy_and_torch_run_the_same_law(goto, spec):
     """Random yaws, rates, velocities (slow ones included, where the target holds) and resets: the two array kinds
     agree step by step, and the torque never leaves the contract's range."""
@@ -108,6 +110,32 @@ def test_the_setpoint_turns_toward_the_velocity_at_its_rate_and_holds_when_slow(
     assert torque[0] == pytest.approx(inertia * SPEC.natural_frequency_radps ** 2 * 0.01)
 
 
+def test_the_yaw_rate_command_is_clipped_and_the_law_is_the_pd_below_the_clip(goto):
+    """``max_yaw_rate_radps``: the PD written as a rate command ``r_sp + w_n / (2 zeta) e``, clipped. Below the clip
+    the torque is the PD's; far behind the setpoint the loop asks for the limit and no more, and spinning faster than
+    the limit it brakes with the damping gain alone, whatever the error."""
+    inertia = goto.robot.inertia_kgm2[2]
+    kd = 2.0 * SPEC.damping_ratio * SPEC.natural_frequency_radps
+    plain, limited = heading_loop(LEAD_SPEC, goto), heading_loop(RATE_SPEC, goto)
+    for loop in (plain, limited):  # a small error: the rate command 3 / 1.8 * 0.05 = 0.083 rad/s, unclipped
+        loop.setpoint_rad[:] = 0.05
+        loop.target_rad[:] = 0.05
+    args = (np.zeros(1), np.array([0.02]), np.zeros((1, 3)))
+    assert limited.torque_nm(*args)[0] == pytest.approx(plain.torque_nm(*args)[0], rel=1e-12)
+    for loop in (plain, limited):  # the setpoint 0.5 rad ahead and turning: the PD asks for 1.63 rad/s
+        loop.setpoint_rad[:] = 0.5
+        loop.target_rad[:] = 3.0
+    rate = np.array([1.2])
+    t_plain = plain.torque_nm(np.zeros(1), rate, np.zeros((1, 3)))[0]
+    t_limited = limited.torque_nm(np.zeros(1), rate, np.zeros((1, 3)))[0]
+    assert t_limited == pytest.approx(min(inertia * kd * (RATE_SPEC.max_yaw_rate_radps - 1.2), limited.high_nm))
+    assert t_limited < t_plain  # (the PD still pushes at 1.2 rad/s; the limited loop has nearly stopped asking)
+    limited.setpoint_rad[:] = 0.5
+    spin = limited.torque_nm(np.zeros(1), np.array([4.3]), np.zeros((1, 3)))[0]  # the traced spin's rate
+    assert spin == pytest.approx(max(inertia * kd * (RATE_SPEC.max_yaw_rate_radps - 4.3), limited.low_nm))
+    assert spin < 0.0
+
+
 def test_a_loop_for_another_action_mode_or_without_inertia_is_refused(goto):
     from robot_hrl.contract.schema import ActionSpec, ActionTerm
 
@@ -130,7 +158,8 @@ def test_a_loop_for_another_action_mode_or_without_inertia_is_refused(goto):
 @pytest.mark.parametrize("field,value", [("max_rate_radps", 0.0), ("damping_ratio", -1.0), ("max_error_rad", 4.0),
                                          ("mode", "face_goal"), ("min_speed_mps", float("nan")),
                                          ("skill_yaw_rad", 4.0), ("skill_yaw_rad", None), ("lead_s", -0.1),
-                                         ("lead_s", float("inf")), ("lead_filter_s", 0.0)])
+                                         ("lead_s", float("inf")), ("lead_filter_s", 0.0),
+                                         ("max_yaw_rate_radps", -1.0), ("max_yaw_rate_radps", float("inf"))])
 def test_a_contract_with_a_bad_heading_is_refused_with_the_fix(repo_root, field, value):
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
     from robot_hrl.runtime import read_model_metadata
@@ -273,7 +302,7 @@ def test_the_skill_node_runs_the_levels_loop_and_refuses_a_level_over_another_sk
     assert loop.target_rad[0] == pytest.approx(math.pi / 2)
 
 
-@pytest.mark.parametrize("spec", [SPEC, LEAD_SPEC], ids=["no_lead", "lead"])
+@pytest.mark.parametrize("spec", [SPEC, LEAD_SPEC, RATE_SPEC], ids=["no_lead", "lead", "rate_limit"])
 def test_the_c_twin_runs_the_same_law_onboard(repo_root, tmp_path, goto, level_with_heading, spec):
     """``robot-hrl export-c --navigate`` of a level with a heading: the controller calls the generated loop, and the
     loop compiled with gcc agrees with the numpy one step by step (float32 against float64)."""

@@ -60,13 +60,15 @@ def generate_heading_c(contract: PolicyContract, heading, robot, banner: str) ->
             "POLICY_HEADING_PAIRS": str(len(turned.x_index)),
             "POLICY_HEADING_LEAD_S": c_float(heading.lead_s),
             "POLICY_HEADING_LEAD_ALPHA": c_float(dt / (heading.lead_filter_s + dt)),
+            "POLICY_HEADING_MAX_YAW_RATE_RADPS": c_float(heading.max_yaw_rate_radps),
+            "POLICY_HEADING_KP_OVER_KD": c_float(wn / (2.0 * heading.damping_ratio)),
         }
         pairs = ",\n".join(f"  {{{i}, {j}, {c_float(lo)}, {c_float(hi)}}}"
                            for i, j, lo, hi in zip(turned.x_index, turned.y_index, turned.low, turned.high))
         what = (f"heading {heading.mode}: setpoint at most {heading.max_rate_radps:g} rad/s, w_n {wn:g} rad/s, zeta "
                 f"{heading.damping_ratio:g}, below {heading.min_speed_mps:g} m/s the target holds, setpoint within "
                 f"{heading.max_error_rad:g} rad of the yaw, the target leads into a turn by {heading.lead_s:g} s of "
-                f"the velocity's turn; the skill observes the world turned so that its yaw reads "
+                f"the velocity's turn, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s (0: no limit); the skill observes the world turned so that its yaw reads "
                 f"{heading.skill_yaw_rad:.4f} rad")
     else:
         constants, what = {}, "no heading loop: the level names none (the goto skill's own yaw torque flies)"
@@ -198,8 +200,16 @@ void policyHeadingApply(float yaw_rad, float yaw_rate_radps, float vx_mps, float
                                                 -POLICY_HEADING_MAX_ERROR_RAD, POLICY_HEADING_MAX_ERROR_RAD);
   headingSetpoint = headingWrap(setpoint);
   const float rate_sp = step / POLICY_HEADING_DT_S;
-  float torque = POLICY_HEADING_IZZ * (POLICY_HEADING_KP * headingWrap(headingSetpoint - yaw_rad)
-                                       + POLICY_HEADING_KD * (rate_sp - yaw_rate_radps));
+  const float error = headingWrap(headingSetpoint - yaw_rad);
+  float torque;
+  if (POLICY_HEADING_MAX_YAW_RATE_RADPS > 0.0f) {{
+    /* the same PD as a rate command, the command clipped */
+    const float rate_cmd = headingClamp(rate_sp + POLICY_HEADING_KP_OVER_KD * error, -POLICY_HEADING_MAX_YAW_RATE_RADPS,
+                                        POLICY_HEADING_MAX_YAW_RATE_RADPS);
+    torque = POLICY_HEADING_IZZ * POLICY_HEADING_KD * (rate_cmd - yaw_rate_radps);
+  }} else {{
+    torque = POLICY_HEADING_IZZ * (POLICY_HEADING_KP * error + POLICY_HEADING_KD * (rate_sp - yaw_rate_radps));
+  }}
   torque = headingClamp(torque, POLICY_HEADING_LOW_NM, POLICY_HEADING_HIGH_NM);
   /* the contract's one mapping, inverted for this term */
   actions[POLICY_HEADING_INDEX] = 2.0f * (torque - POLICY_HEADING_LOW_NM) / (POLICY_HEADING_HIGH_NM - POLICY_HEADING_LOW_NM) - 1.0f;

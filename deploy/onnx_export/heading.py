@@ -87,11 +87,15 @@ def main(argv: list[str] | None = None) -> int:
                              "velocity's turn, s (0: face the velocity)")
     parser.add_argument("--lead-filter-s", type=float, default=None, help="heading.lead_filter_s, s")
     parser.add_argument("--max-rate-radps", type=float, default=None, help="heading.max_rate_radps, rad/s")
+    parser.add_argument("--max-yaw-rate-radps", type=float, default=None,
+                        help="heading.max_yaw_rate_radps: the loop's yaw rate command is clipped to this, rad/s (0: no "
+                             "limit)")
     args = parser.parse_args(argv)
     changes = {k: v for k, v in (("lead_s", args.lead_s), ("lead_filter_s", args.lead_filter_s),
-                                 ("max_rate_radps", args.max_rate_radps)) if v is not None}
+                                 ("max_rate_radps", args.max_rate_radps),
+                                 ("max_yaw_rate_radps", args.max_yaw_rate_radps)) if v is not None}
     if not changes:
-        parser.error("nothing to change: give --lead-s, --lead-filter-s or --max-rate-radps")
+        parser.error("nothing to change: give --lead-s, --lead-filter-s, --max-rate-radps or --max-yaw-rate-radps")
     try:
         out = retune_heading(args.level, args.out, **changes)
     except ExportError as exc:

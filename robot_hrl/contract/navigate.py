@@ -95,6 +95,10 @@ class HeadingSpec(BaseModel):
         "front cone"))
     lead_filter_s: float = Field(0.1, gt=0.0, le=1.0, description="time constant of the low-pass on the velocity's "
                                                                    "rate of change that the lead uses, s")
+    max_yaw_rate_radps: float = Field(0.0, ge=0.0, le=20.0, description=(
+        "the loop commands at most this yaw rate, rad/s: its law is a rate command (the setpoint's rate plus "
+        "w_n / (2 zeta) times the yaw error) clipped to this, then a damping torque toward it; unclipped it is the "
+        "plain PD. 0: no limit (the PD alone; its rate command reaches max_rate_radps + w_n max_error_rad / (2 zeta))"))
 
 
 def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m: float,

@@ -27,7 +27,11 @@ The law, per control period ``dt`` (yaw ``psi``, body yaw rate ``r``, both from 
   Braking (the along-track part) turns nothing. With ``lead_s`` 0 the target is ``atan2(v_y, v_x)``;
 - setpoint: moves toward the target by at most ``max_rate_radps * dt`` (the setpoint's rate ``r_sp``), and is
   kept within ``max_error_rad`` of the yaw (a backup controller that held the yaw meanwhile winds nothing up);
-- torque: ``I_zz (w_n^2 wrap(psi_sp - psi) + 2 zeta w_n (r_sp - r))``, clipped to the contract's torque_z range.
+- torque: ``I_zz (w_n^2 wrap(psi_sp - psi) + 2 zeta w_n (r_sp - r))``, clipped to the contract's torque_z range. With
+  ``max_yaw_rate_radps`` > 0 the same law is written as a rate command, ``r_cmd = r_sp + w_n / (2 zeta) wrap(psi_sp -
+  psi)``, clipped to +-``max_yaw_rate_radps``, and the torque ``I_zz 2 zeta w_n (r_cmd - r)``: unclipped it is the PD
+  above; clipped, the loop stops asking for more yaw rate (the PD alone asks for up to ``max_rate_radps + w_n
+  max_error_rad / (2 zeta)``, 3.4 rad/s with the shipped gains, and slow motors overshoot that).
 
 One implementation for numpy (the runtime, PyBullet, the skill node) and torch (the batched
 simulator): :class:`HeadingLoop` picks its array functions from its inputs; tests/test_heading.py
@@ -231,8 +235,13 @@ class HeadingLoop:
         setpoint = yaw_rad + clip(wrap(self.setpoint_rad + step - yaw_rad), -s.max_error_rad, s.max_error_rad)
         self.setpoint_rad = wrap(setpoint)
         rate_sp = step / self.dt_s
-        torque = self.inertia_zz_kgm2 * (self.kp_per_s2 * wrap(self.setpoint_rad - yaw_rad)
-                                         + self.kd_per_s * (rate_sp - yaw_rate_radps))
+        error = wrap(self.setpoint_rad - yaw_rad)
+        if s.max_yaw_rate_radps > 0.0:  # the same PD as a rate command, the command clipped
+            limit = s.max_yaw_rate_radps
+            rate_cmd = clip(rate_sp + (self.kp_per_s2 / self.kd_per_s) * error, -limit, limit)
+            torque = self.inertia_zz_kgm2 * self.kd_per_s * (rate_cmd - yaw_rate_radps)
+        else:
+            torque = self.inertia_zz_kgm2 * (self.kp_per_s2 * error + self.kd_per_s * (rate_sp - yaw_rate_radps))
         return clip(torque, self.low_nm, self.high_nm)
 
     def _lead(self, vx, vy, speed2, fresh, where):

@@ -106,6 +106,8 @@ class NavigateHeadingCfg:
     0: the velocity's own direction)."""
     lead_filter_s: float = 0.1
     """Time constant of the low-pass on the velocity's rate of change that the lead uses, s."""
+    max_yaw_rate_radps: float = 0.0
+    """The loop's yaw rate command is clipped to this, rad/s (robot_hrl.runtime.heading; 0: no limit, the plain PD)."""
     skill_yaw_rad: float | None = None
     """The yaw the goto skill is shown (its own equilibrium: robot_hrl.runtime.heading, "the skill's frame"). None:
     ``sim/train_navigate.py`` measures it for the skill (``sim/skill_yaw.py``) before training."""
