@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     debounce = RANGE_SHIELD_BACKUP["recover_s"] if args.recover_s is None else args.recover_s
     print(f"seeds {args.first_seed}-{args.last_seed - 1}, {'along an axis' if args.along_axis else 'any bearing'}, "
           f"flights of {args.time_s:g} s, debounce {debounce:g} s"
-          + (f", heading loop {heading.mode} (lead {heading.lead_s:g} s)" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
+          + (f", heading loop {heading.mode} (lead {heading.lead_s:g} s, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s; 0: no limit)" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
     return 0
 
 

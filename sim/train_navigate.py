@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heading-lead-s", type=float, default=None, metavar="S",
                    help="with --heading: the loop's lead into turns (HeadingSpec.lead_s: the yaw target faces v + S a_turn; "
                         "default 0, or the --init-onnx level's own)")
+    p.add_argument("--heading-max-yaw-rate-radps", type=float, default=None, metavar="R",
+                   help="with --heading: the loop's yaw rate command is clipped to R rad/s (HeadingSpec.max_yaw_rate_radps; "
+                        "default 0: no limit, or the --init-onnx level's own)")
     p.add_argument("--init-std", type=float, default=0.2, help="the exploration std of an --init-onnx actor")
     p.add_argument("--critic-warmup", type=int, default=0, metavar="N",
                    help="first N PPO iterations train the critic only (the actor frozen): a fresh critic under a trained actor")
@@ -140,6 +143,15 @@ def main(argv: list[str] | None = None) -> int:
         if not (math.isfinite(args.heading_lead_s) and 0.0 <= args.heading_lead_s <= 2.0):
             raise SystemExit(f"--heading-lead-s {args.heading_lead_s}: give seconds in [0, 2] (the contract's range), e.g. 0.4")
         cfg.heading.lead_s = args.heading_lead_s
+    if args.heading_max_yaw_rate_radps is not None:
+        r = args.heading_max_yaw_rate_radps
+        if not cfg.heading.enabled:
+            raise SystemExit("--heading-max-yaw-rate-radps needs the heading loop: add --heading (or give an --init-onnx "
+                             "level that has one)")
+        if not (math.isfinite(r) and 0.0 <= r <= 20.0):
+            raise SystemExit(f"--heading-max-yaw-rate-radps {r}: give rad/s in [0, 20] (the contract's range; 0: no "
+                             "limit), e.g. 2")
+        cfg.heading.max_yaw_rate_radps = r
     if cfg.heading.enabled and cfg.heading.skill_yaw_rad is None:  # the yaw the skill is shown under the loop
         from sim.skill_yaw import equilibrium_yaw
 

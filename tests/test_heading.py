@@ -490,14 +490,18 @@ def test_training_with_the_loop_measures_the_skills_yaw_and_exports_it(tmp_path,
     run = tmp_path / "nav_heading"
     out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(run), "--num-envs", "8",
                           "--max-iterations", "1", "--rooms-per-density", "1", "--threads", "1", "--dagger-iterations", "0",
-                          "--heading", "--heading-lead-s", "0.4", "--export", str(run / "nav.onnx")],
+                          "--heading", "--heading-lead-s", "0.4", "--heading-max-yaw-rate-radps", "2", "--export",
+                          str(run / "nav.onnx")],
                          capture_output=True, text=True, cwd=repo_root)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "the goto skill's own yaw -1.34" in out.stdout
     heading = NavigateContract.from_json(read_model_metadata(run / "nav.onnx")[NAVIGATE_METADATA_KEY]).heading
     assert heading is not None and heading.skill_yaw_rad == pytest.approx(SHIPPED_GOTO_YAW_RAD, abs=0.01)
     assert heading.max_rate_radps == 2.0 and heading.lead_s == 0.4  # NavigateHeadingCfg's default rate, the lead asked for
-    for argv, words in ((["--heading-lead-s", "0.4"], "add --heading"), (["--heading", "--heading-lead-s", "-1"], "[0, 2]")):
+    assert heading.max_yaw_rate_radps == 2.0
+    for argv, words in ((["--heading-lead-s", "0.4"], "add --heading"), (["--heading", "--heading-lead-s", "-1"], "[0, 2]"),
+                        (["--heading-max-yaw-rate-radps", "2"], "add --heading"),
+                        (["--heading", "--heading-max-yaw-rate-radps", "nan"], "[0, 20]")):
         bad = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(tmp_path / "bad"), "--num-envs", "8",
                               "--max-iterations", "1", *argv], capture_output=True, text=True, cwd=repo_root)
         assert bad.returncode != 0 and words in bad.stderr
