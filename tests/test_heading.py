@@ -583,14 +583,16 @@ def test_a_levels_heading_is_retuned_with_its_weights_and_provenance_kept(repo_r
     assert record["from"] == {"lead_s": before.lead_s} and record["to"] == {"lead_s": 0.7}
     assert (tmp_path / "lead.onnx.sha256").read_text().split()[0] == hashlib.sha256(out.read_bytes()).hexdigest()
     again = tmp_path / "again.onnx"  # a second change keeps the first one's record
-    assert main([str(out), "--lead-filter-s", "0.2", "--out", str(again)]) == 0
+    assert main([str(out), "--lead-filter-s", "0.2", "--max-yaw-rate-radps", "2", "--out", str(again)]) == 0
     history = json.loads(read_model_metadata(again)[RETUNE_KEY])  # (the shipped level's own change comes first)
-    assert [r["to"] for r in history[-2:]] == [{"lead_s": 0.7}, {"lead_filter_s": 0.2}]
+    assert [r["to"] for r in history[-2:]] == [{"lead_s": 0.7}, {"lead_filter_s": 0.2, "max_yaw_rate_radps": 2.0}]
+    assert NavigateContract.from_json(read_model_metadata(again)[NAVIGATE_METADATA_KEY]).heading.max_yaw_rate_radps == 2.0
     bad = tmp_path / "bad.onnx"
     plain = level_with_heading(None, "plain.onnx")
     for argv, words in (([str(plain), "--lead-s", "0.4"], "--heading"),
                         ([str(repo_root / "models/crazyflie_goto.onnx"), "--lead-s", "0.4"], "navigation model"),
                         ([str(shipped), "--lead-s", "-0.4"], "greater than or equal"),
+                        ([str(shipped), "--max-yaw-rate-radps", "-1"], "greater than or equal"),
                         ([str(tmp_path / "missing.onnx"), "--lead-s", "0.4"], "missing.onnx")):
         capsys.readouterr()
         assert main(argv + ["--out", str(bad)]) == 2
