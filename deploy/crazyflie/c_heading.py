@@ -68,7 +68,8 @@ def generate_heading_c(contract: PolicyContract, heading, robot, banner: str) ->
         what = (f"heading {heading.mode}: setpoint at most {heading.max_rate_radps:g} rad/s, w_n {wn:g} rad/s, zeta "
                 f"{heading.damping_ratio:g}, below {heading.min_speed_mps:g} m/s the target holds, setpoint within "
                 f"{heading.max_error_rad:g} rad of the yaw, the target leads into a turn by {heading.lead_s:g} s of "
-                f"the velocity's turn, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s (0: no limit); the skill observes the world turned so that its yaw reads "
+                f"the velocity's turn, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s (0: no limit); "
+                f"the skill observes the world turned so that its yaw reads "
                 f"{heading.skill_yaw_rad:.4f} rad")
     else:
         constants, what = {}, "no heading loop: the level names none (the goto skill's own yaw torque flies)"
