@@ -107,6 +107,22 @@ def check_args(args) -> None:
             raise SystemExit(f"{flag} {value}: give a positive number")
 
 
+def _set_heading_field(heading, flag: str, field: str, value: float, example: str) -> None:
+    """Set one HeadingSpec field of the run's loop from its option, within the contract's own bounds (SystemExit with
+    the fix: no loop to set it on, or a value the contract would refuse)."""
+    from robot_hrl.contract.navigate import HeadingSpec
+
+    if not heading.enabled:
+        raise SystemExit(f"{flag} needs the heading loop: add --heading (or give an --init-onnx level that has one)")
+    bounds = HeadingSpec.model_fields[field].metadata  # (the contract's Ge and Le)
+    lo = next(b.ge for b in bounds if hasattr(b, "ge"))
+    hi = next(b.le for b in bounds if hasattr(b, "le"))
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise SystemExit(f"{flag} {value}: give a value in [{lo:g}, {hi:g}] (the contract's range of heading.{field}), "
+                         f"e.g. {example}")
+    setattr(heading, field, value)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     check_args(args)
@@ -137,21 +153,11 @@ def main(argv: list[str] | None = None) -> int:
             from sim.envs.navigate_env_cfg import NavigateHeadingCfg
 
             cfg.heading = NavigateHeadingCfg.of(own.heading)
-    if args.heading_lead_s is not None:
-        if not cfg.heading.enabled:
-            raise SystemExit("--heading-lead-s needs the heading loop: add --heading (or give an --init-onnx level that has one)")
-        if not (math.isfinite(args.heading_lead_s) and 0.0 <= args.heading_lead_s <= 2.0):
-            raise SystemExit(f"--heading-lead-s {args.heading_lead_s}: give seconds in [0, 2] (the contract's range), e.g. 0.4")
-        cfg.heading.lead_s = args.heading_lead_s
-    if args.heading_max_yaw_rate_radps is not None:
-        r = args.heading_max_yaw_rate_radps
-        if not cfg.heading.enabled:
-            raise SystemExit("--heading-max-yaw-rate-radps needs the heading loop: add --heading (or give an --init-onnx "
-                             "level that has one)")
-        if not (math.isfinite(r) and 0.0 <= r <= 20.0):
-            raise SystemExit(f"--heading-max-yaw-rate-radps {r}: give rad/s in [0, 20] (the contract's range; 0: no "
-                             "limit), e.g. 2")
-        cfg.heading.max_yaw_rate_radps = r
+    for flag, field, value, example in (("--heading-lead-s", "lead_s", args.heading_lead_s, "0.4"),
+                                        ("--heading-max-yaw-rate-radps", "max_yaw_rate_radps",
+                                         args.heading_max_yaw_rate_radps, "2")):
+        if value is not None:
+            _set_heading_field(cfg.heading, flag, field, value, example)
     if cfg.heading.enabled and cfg.heading.skill_yaw_rad is None:  # the yaw the skill is shown under the loop
         from sim.skill_yaw import equilibrium_yaw
 
