@@ -5,11 +5,13 @@ ray-tested rangers, a hostile planner drives the shipped goto skill at a box the
 from a random bearing at a random point of the box with a random yaw (``--along-axis``: along a ranger's axis).
 Each flight is judged from PyBullet's contacts. The same flights are flown unshielded and through the range source,
 optionally with the backup's debounce overridden (``--recover-s``) or longer flights (``--time-s``), and the script
-prints the hits of each.
+prints the hits of each. ``--at-start``: each flight starts 0.3-0.6 m from the box with the way to it between two
+rangers' cones (nothing seen of it yet: the ``unseen`` rule's case); ``--unseen-travel-m off`` flies without that rule.
 
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --along-axis --time-s 15 --no-bare
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --recover-s 0.1
+    python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 400 --at-start --heading-from models/crazyflie_navigate.onnx
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ def main(argv=None) -> int:
     ap.add_argument("--time-s", type=float, default=5.0,
                     help="how long each flight lasts, s (the test's 5; longer: a slow walk toward the box has time to arrive)")
     ap.add_argument("--along-axis", action="store_true", help="fly along a ranger's axis instead of from any bearing")
+    ap.add_argument("--at-start", action="store_true",
+                    help="start 0.3-0.6 m from the box, the way to it between two rangers' cones (nothing seen of it yet)")
+    ap.add_argument("--unseen-travel-m", default=None, metavar="M|off",
+                    help="override range_obstacles.unseen_travel_m (the stopping travel allowed toward a bearing no cone "
+                         "has swept); off: the rule is off; default: the range source's (RANGE_SHIELD_SECTION)")
     ap.add_argument("--no-bare", action="store_true", help="skip the unshielded flights")
     ap.add_argument("--heading-from", default=None, metavar="LEVEL.onnx",
                     help="run the heading loop a navigate level was trained with (its contract's heading section; "
@@ -43,6 +50,15 @@ def main(argv=None) -> int:
         ap.error(f"--last-seed ({args.last_seed}) must be larger than --first-seed ({args.first_seed})")
     if args.recover_s is not None and not args.recover_s >= 0.0:
         ap.error(f"--recover-s must be a number of seconds >= 0, got {args.recover_s}")
+    section = None
+    if args.unseen_travel_m is not None:
+        try:
+            unseen = None if args.unseen_travel_m == "off" else float(args.unseen_travel_m)
+        except ValueError:
+            unseen = -1.0
+        if unseen is not None and not unseen >= 0.0:
+            ap.error(f"--unseen-travel-m must be a distance in metres >= 0 or 'off', got {args.unseen_travel_m!r}")
+        section = {"unseen_travel_m": unseen}
     if not 0.0 < args.time_s <= 120.0:
         ap.error(f"--time-s must be a flight length in seconds, 0 < s <= 120, got {args.time_s}")
 
@@ -68,8 +84,8 @@ def main(argv=None) -> int:
     for label, units in settings:
         flights, hits = 0, []
         for seed in tqdm(range(args.first_seed, args.last_seed), desc=label, unit="seed"):
-            r = fly_at_a_box(policy, seed, units, any_bearing=not args.along_axis, backup=backup if units else None,
-                             time_s=args.time_s, heading=heading)
+            r = fly_at_a_box(policy, seed, units, any_bearing=not (args.along_axis or args.at_start), backup=backup if units else None,
+                             time_s=args.time_s, heading=heading, at_start=args.at_start, section=section)
             if r is None:
                 continue
             flights += 1
@@ -78,7 +94,11 @@ def main(argv=None) -> int:
         print(f"{label:26s} flights {flights:4d}  reached the box {len(hits):4d}"
               + (f"  (seed, room, stop rejections): {hits}" if units and hits else ""))
     debounce = RANGE_SHIELD_BACKUP["recover_s"] if args.recover_s is None else args.recover_s
-    print(f"seeds {args.first_seed}-{args.last_seed - 1}, {'along an axis' if args.along_axis else 'any bearing'}, "
+    from sim.navigate_shield import RANGE_SHIELD_SECTION
+
+    unseen = (section or RANGE_SHIELD_SECTION).get("unseen_travel_m")
+    where = "from the start, between two cones" if args.at_start else "along an axis" if args.along_axis else "any bearing"
+    print(f"seeds {args.first_seed}-{args.last_seed - 1}, {where}, unseen_travel_m {unseen}, "
           f"flights of {args.time_s:g} s, debounce {debounce:g} s"
           + (f", heading loop {heading.mode} (lead {heading.lead_s:g} s, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s; 0: no limit)" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
     return 0

@@ -35,12 +35,20 @@ point to everywhere the robot can be before it stops. Clearances are distances m
   ``slowdown_ratio`` times the robot's speed limit: the family's stopping model lowers the command's speed, as
   the ``obstacles`` unit's slowdown does (a clamp). When it cannot, the command goes on to the stop rule, which
   already keeps the robot able to stop.
+* ``unseen``: look before you go. A bearing (world frame, horizontal, in sectors of ``obstacles_angle_rad``) no
+  level ranger's cone has covered since the unit started is one the picture knows nothing about: a pillar between
+  the cones at the start is not in the memory. Along such a bearing the stopping travel
+  (:func:`robot_hrl.safety.stopping.travel_along`) may be at most ``unseen_travel_m``, else the command is rejected
+  (the backup holds). The robot moves off slowly until a cone has swept the way it goes (a face-the-velocity heading
+  loop turns one there within a few tenths of a second); then the stop rule has the hit in time. Off (None) by
+  default; the Crazyflie's range source turns it on (``shield_ranges.yaml``).
 * ``source_timeout``: a listed sensor whose latest reading is older than ``source_timeout_s`` (or that
   never reported) makes the unit reject, as Nav2's collision monitor stops the robot on a stale source
   (navigation2 PR #3880, "Add a watchdog mechanism"). ``source_timeout_s: 0`` turns the check off.
 
 What it cannot see: an obstacle that was never inside any cone (a thin pillar met straight on along a bearing
-between two rangers' cones) is not in the picture; docs/safety.md says so.
+between two rangers' cones) is not in the picture; docs/safety.md says so. The ``unseen`` rule covers the start
+(nothing has been looked at); a bearing once swept counts as looked along for the rest of the run.
 
 The node that owns the shield hands readings in with :meth:`RangeObstacleUnit.update` (a
 ``sensor_msgs/Range`` each: the sensor's name, the range, the stamp).
@@ -89,6 +97,9 @@ class RangeObstaclesCfg(BaseModel):
                                                                      "turned from the first is confirmed (kept until a "
                                                                      "ranger sees through it)")
     clear_margin_m: float = Field(ge=0.0, description="a reading forgets points in its cone nearer than it by this much")
+    unseen_travel_m: float | None = Field(None, ge=0.0, description="along a bearing no level ranger has looked along "
+                                                                    "since the unit started, the stopping travel is at "
+                                                                    "most this (None: the rule is off)")
 
     @model_validator(mode="after")
     def _ordered(self) -> "RangeObstaclesCfg":
@@ -121,7 +132,7 @@ def _arc_b(spec, angle_step: float) -> tuple[tuple[float, float, float], ...]:
 
 class RangeObstacleUnit(ShieldUnit):
     name = "range_obstacles"
-    constraints = ("stop", "slowdown", "source_timeout")
+    constraints = ("stop", "slowdown", "unseen", "source_timeout")
     description = "stop and slowdown zones from the live range sensors and a memory of their hits (no map)"
     stage = "envelope"
     section = "range_obstacles"
@@ -173,6 +184,17 @@ class RangeObstacleUnit(ShieldUnit):
         self.confirmed = np.zeros(o.memory_capacity, dtype=bool)
         """Seen again along a line of sight ``confirm_angle_rad`` turned from the first one: a target (two arcs cross
         there), not one of the places a single arc left open (those move with the ranger)."""
+        self.unseen_travel_m = o.unseen_travel_m
+        sectors = max(int(math.ceil(2.0 * math.pi / o.obstacles_angle_rad)), 1)
+        centre = -math.pi + (np.arange(sectors) + 0.5) * (2.0 * math.pi / sectors)
+        self.sector_rad = 2.0 * math.pi / sectors
+        """Width of the ``unseen`` rule's bearing sectors (``obstacles_angle_rad`` or just under), rad."""
+        self.sector_w = np.stack([np.cos(centre), np.sin(centre)], axis=1)
+        """Each sector's centre bearing as a world unit vector (horizontal)."""
+        self.look_cos = tuple(math.cos(0.5 * s.field_of_view_rad) for s in self.specs)
+        """A sector whose centre is within a cone's half angle of its axis is looked along by its reading."""
+        self.looked = np.zeros(sectors, dtype=bool)
+        """Sectors some level ranger's cone has covered since the unit started (the ``unseen`` rule's picture)."""
         bounds = getattr(world, "bounds", None)
         self.floor_z = float(bounds.min[2]) + SURFACE_BAND_M if bounds is not None else -math.inf
         self.ceiling_z = float(bounds.max[2]) - SURFACE_BAND_M if bounds is not None else math.inf
@@ -185,6 +207,7 @@ class RangeObstacleUnit(ShieldUnit):
         self.memory.reset()
         self.seen_s[:] = -math.inf
         self.confirmed[:] = False
+        self.looked[:] = False
 
     def update(self, sensor: str, range_m: float, stamp_s: float) -> bool:
         """The latest reading of ``sensor`` (a sensor_msgs/Range), REP 117's way: +inf (or anything at or beyond
@@ -234,6 +257,9 @@ class RangeObstacleUnit(ShieldUnit):
             axis = rot @ np.asarray(spec.direction_b)
             horizontal = math.hypot(axis[0], axis[1])
             if abs(axis[2]) < LEVEL_SIN and horizontal > 0.0:
+                if self.unseen_travel_m is not None:  # the sectors whose centre the cone covers are looked along
+                    inside = (self.sector_w @ axis[:2]) >= self.look_cos[i] * horizontal
+                    self.looked |= inside
                 reach = (spec.max_range_m if math.isinf(r) else r) - self.clear_margin_m
                 rel = mem.points_w[0] - origin[:2]
                 dist = np.sqrt((rel * rel).sum(-1))
@@ -273,13 +299,18 @@ class RangeObstacleUnit(ShieldUnit):
                     return
         if any(self.fresh):
             self._take_in(tick)
+        if self._hits(tick) and self.unseen_travel_m is not None and not self.looked.all():
+            self._unseen(tick)
+
+    def _hits(self, tick: Tick) -> bool:
+        """The ``stop`` and ``slowdown`` rules on the remembered hits; False when the command was rejected."""
         p, v = tick.p, tick.v
         rel = self.memory.points_w[0] - (p[0], p[1])
         dist = np.sqrt((rel * rel).sum(-1))
         radius = self.radius
         now = float(dist.min()) - radius
         if now >= self.slowdown_distance_m and now >= self.stop_distance_m + self._reach(tick):
-            return
+            return True
         if now <= self.min_clearance_m:
             required = now
         else:
@@ -301,8 +332,29 @@ class RangeObstacleUnit(ShieldUnit):
                 tick.reject(self, "stop", f"a remembered range hit {rho - radius:.3f} m of clearance away (nearest "
                                           f"{now:.3f} m); stopping travel toward it {travel:.3f} m would leave "
                                           f"{after:.3f} m < {required:.3f} m")
-                return
+                return False
         self._slowdown(tick, rel, dist, now)
+        return True
+
+    def _unseen(self, tick: Tick) -> None:
+        """The ``unseen`` rule, after the hits' rules (a command they slowed is judged slowed). The stopping box's
+        support along each unseen sector bounds the travel there (looser, never smaller: :func:`travel_along`), so
+        only sectors whose support exceeds the limit are asked of the stopping model, farthest first."""
+        limit = self.unseen_travel_m
+        x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
+        p = tick.p
+        n = self.sector_w[~self.looked]
+        support = (np.maximum(n[:, 0] * (x0 - p[0]), n[:, 0] * (x1 - p[0]))
+                   + np.maximum(n[:, 1] * (y0 - p[1]), n[:, 1] * (y1 - p[1])))
+        for k in np.flatnonzero(support > limit)[np.argsort(-support[support > limit])].tolist():
+            d = (float(n[k, 0]), float(n[k, 1]), 0.0)
+            travel = travel_along(self.m, tick, d)
+            if travel > limit + 1e-9:
+                bearing = math.degrees(math.atan2(d[1], d[0]))
+                tick.reject(self, "unseen", f"stopping travel {travel:.3f} m toward bearing {bearing:.0f} deg (world), "
+                                            f"which no ranger has looked along yet, > unseen_travel_m {limit:.3f} m; "
+                                            "the robot goes slower until a cone has swept that way")
+                return
 
     HOLD_PUSH_MAX_M = 0.25
     """The hold target moves at most this far off the remembered hits (:meth:`hold_clear_of_hits`)."""
