@@ -41,6 +41,8 @@ def main(argv=None) -> int:
     ap.add_argument("--unseen-travel-m", default=None, metavar="M|off",
                     help="override range_obstacles.unseen_travel_m (the stopping travel allowed toward a bearing no cone "
                          "has swept); off: the rule is off; default: the range source's (RANGE_SHIELD_SECTION)")
+    ap.add_argument("--unseen-within-m", type=float, default=None, metavar="M",
+                    help="with --unseen-travel-m M: the rule acts only within this distance of the start")
     ap.add_argument("--no-bare", action="store_true", help="skip the unshielded flights")
     ap.add_argument("--heading-from", default=None, metavar="LEVEL.onnx",
                     help="run the heading loop a navigate level was trained with (its contract's heading section; "
@@ -59,6 +61,11 @@ def main(argv=None) -> int:
         if unseen is not None and not unseen >= 0.0:
             ap.error(f"--unseen-travel-m must be a distance in metres >= 0 or 'off', got {args.unseen_travel_m!r}")
         section = {"unseen_travel_m": unseen}
+    if args.unseen_within_m is not None:
+        if section is None or section["unseen_travel_m"] is None or not args.unseen_within_m > 0.0:
+            ap.error("--unseen-within-m needs --unseen-travel-m M (the rule on) and a distance > 0, got "
+                     f"{args.unseen_within_m}")
+        section["unseen_within_m"] = args.unseen_within_m
     if not 0.0 < args.time_s <= 120.0:
         ap.error(f"--time-s must be a flight length in seconds, 0 < s <= 120, got {args.time_s}")
 
@@ -97,8 +104,10 @@ def main(argv=None) -> int:
     from sim.navigate_shield import RANGE_SHIELD_SECTION
 
     unseen = (section or RANGE_SHIELD_SECTION).get("unseen_travel_m")
+    within = (section or RANGE_SHIELD_SECTION).get("unseen_within_m")
     where = "from the start, between two cones" if args.at_start else "along an axis" if args.along_axis else "any bearing"
-    print(f"seeds {args.first_seed}-{args.last_seed - 1}, {where}, unseen_travel_m {unseen}, "
+    print(f"seeds {args.first_seed}-{args.last_seed - 1}, {where}, unseen_travel_m {unseen}"
+          + (f" within {within:g} m of the start" if within is not None else "") + ", "
           f"flights of {args.time_s:g} s, debounce {debounce:g} s"
           + (f", heading loop {heading.mode} (lead {heading.lead_s:g} s, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s; 0: no limit)" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
     return 0

@@ -71,7 +71,9 @@ def test_the_skill_nodes_range_shield_has_both_sources_and_the_evaluations_zones
     units = shield.config.units
     assert units.index("obstacles") < units.index("range_obstacles") < units.index("subgoal")
     section = shield.config.range_obstacles.model_dump()
-    assert {**section, "sensors": list(section["sensors"])} == RANGE_SHIELD_SECTION
+    assert {**section, "sensors": list(section["sensors"])} == \
+        {**shield.config.range_obstacles.model_validate(RANGE_SHIELD_SECTION).model_dump(), "sensors": RANGE_SHIELD_SECTION["sensors"]}
+    assert set(RANGE_SHIELD_SECTION) == set(section)  # every key spelled out
     # the backup keys the range source changes: the overlay's, the evaluation's, and nothing else of the backup
     backup = shield.config.backup.model_dump()
     assert {k: backup[k] for k in RANGE_SHIELD_BACKUP} == RANGE_SHIELD_BACKUP

@@ -41,6 +41,27 @@ def parts():
     return shield, shield.unit("range_obstacles"), shield.model
 
 
+UNSEEN_TRAVEL_M = 0.25
+"""The ``unseen`` rule's limit in these tests (the Crazyflie's section's, flown on held-out rooms)."""
+
+
+@pytest.fixture(scope="module")
+def unseen_parts():
+    """The range source as the skill node builds it, with the ``unseen`` rule on."""
+    from robot_hrl.robots import get_robot
+    from robot_hrl.safety import Shield
+    from robot_hrl.world.rooms import generate_room
+
+    from sim.range_drill import range_shield_config
+
+    robot = get_robot("crazyflie_2x")
+    world = generate_room("sparse", 0).world.model_copy(update={"obstacles": ()})
+    shield = Shield(range_shield_config(robot, ("range_obstacles",), unseen_travel_m=UNSEEN_TRAVEL_M), robot, world, 1.0,
+                    action=robot.action_spec())
+    assert shield.unit("range_obstacles").unseen_travel_m == UNSEEN_TRAVEL_M
+    return shield, shield.unit("range_obstacles"), shield.model
+
+
 def _tick(model, now, p, yaw, roll, pitch, v, w=(0.0, 0.0, 0.0), thrust=None, torque=(0.0, 0.0, 0.0)) -> Tick:
     t = Tick()
     t.now, t.has_state = now, True
@@ -240,12 +261,11 @@ def _diagonal(yaw, k, off):
 @SETTINGS
 @given(yaw=angle, bearing=angle, speed=st.floats(0.0, 2.0), thrust=st.floats(0.0, 0.6), roll=tilt, pitch=tilt)
 def test_a_command_let_through_never_moves_toward_an_unseen_bearing_faster_than_it_can_stop_within_the_limit(
-        parts, yaw, bearing, speed, thrust, roll, pitch):
+        unseen_parts, yaw, bearing, speed, thrust, roll, pitch):
     """The ``unseen`` rule, judged with physics it does not use: after the rangers' first readings (an empty room: only
     their four cones looked along), a command let through never has the robot closing on a bearing no cone has
     swept faster than it could stop within ``unseen_travel_m`` at full thrust."""
-    _, unit, model = parts
-    assert unit.unseen_travel_m is not None  # the shipped range section turns the rule on
+    _, unit, model = unseen_parts
     unit.reset()
     p = (5.0, 5.0, 1.0)
     _feed(unit, model, 1.0, p, yaw, (math.inf,) * 4)
@@ -263,13 +283,13 @@ def test_a_command_let_through_never_moves_toward_an_unseen_bearing_faster_than_
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(yaw=angle, k=st.integers(0, 3), off=st.floats(-0.2, 0.2), slow=st.floats(0.0, 0.3), turn=st.sampled_from((-1.0, 1.0)),
        later=angle)
-def test_an_unseen_bearing_is_refused_fast_until_the_cones_have_swept_it(parts, yaw, k, off, slow, turn, later):
+def test_an_unseen_bearing_is_refused_fast_until_the_cones_have_swept_it(unseen_parts, yaw, k, off, slow, turn, later):
     """Liveness and the sweep: at the start the way between two cones is refused at 1.5 m/s (``unseen``) and passes
     slowly. The robot then turns 70 degrees (either way, a reading every 10 degrees, as the Multi-ranger reads at
     10 Hz while the heading loop turns at 2 rad/s): the four cones have swept every bearing (their gaps are 63
     degrees), and 1.5 m/s passes along the way and along any other bearing. An empty room: no hit is in the picture,
     only the unseen rule acts."""
-    _, unit, model = parts
+    _, unit, model = unseen_parts
     p = (5.0, 5.0, 1.0)
 
     def judged(bearing, speed, at, facing):
@@ -289,13 +309,50 @@ def test_an_unseen_bearing_is_refused_fast_until_the_cones_have_swept_it(parts, 
     assert judged(way, 1.5, 1.75, facing) is None and judged(later, 1.5, 1.75, facing) is None
 
 
-def test_the_unseen_rule_is_off_without_its_key_and_refuses_a_negative_limit(repo_root):
+@pytest.fixture(scope="module")
+def within_parts():
+    """The range source with the ``unseen`` rule on within 1 m of the start."""
+    from robot_hrl.robots import get_robot
+    from robot_hrl.safety import Shield
+    from robot_hrl.world.rooms import generate_room
+
+    from sim.range_drill import range_shield_config
+
+    robot = get_robot("crazyflie_2x")
+    world = generate_room("sparse", 0).world.model_copy(update={"obstacles": ()})
+    shield = Shield(range_shield_config(robot, ("range_obstacles",), unseen_travel_m=UNSEEN_TRAVEL_M, unseen_within_m=1.0),
+                    robot, world, 1.0, action=robot.action_spec())
+    return shield, shield.unit("range_obstacles"), shield.model
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(yaw=angle, k=st.integers(0, 3), off=st.floats(-0.2, 0.2), away=angle,
+       gone=st.one_of(st.floats(0.0, 0.95), st.floats(1.05, 2.0)))
+def test_with_unseen_within_m_the_rule_acts_only_near_the_start(within_parts, yaw, k, off, away, gone):
+    """``unseen_within_m``: the start is the first measured position; 1.5 m/s toward the way between two cones is
+    refused within 1 m of it and passes beyond (the cones' gaps elsewhere are the picture's own limits)."""
+    _, unit, model = within_parts
+    unit.reset()
+    start = (5.0, 5.0, 1.0)
+    _feed(unit, model, 1.0, start, yaw, (math.inf,) * 4)
+    way = _diagonal(yaw, k, off)
+    p = (start[0] + gone * math.cos(away), start[1] + gone * math.sin(away), 1.0)
+    tick = _tick(model, 1.05, p, yaw, 0.0, 0.0, (1.5 * math.cos(way), 1.5 * math.sin(way), 0.0))
+    unit.check(tick)
+    refused = tick.reject_unit is not None and tick.reject_constraint == "unseen"
+    assert refused == (gone < 1.0), (gone, tick.reject_detail)
+
+
+def test_the_crazyflies_section_turns_the_unseen_rule_on_near_the_start_and_a_negative_limit_is_refused(parts):
     from robot_hrl.errors import ConfigError
     from robot_hrl.robots import get_robot
 
     from sim.range_drill import range_shield_config
 
     robot = get_robot("crazyflie_2x")
+    assert (parts[1].unseen_travel_m, parts[1].unseen_within_m) == (UNSEEN_TRAVEL_M, 1.0)  # shield_ranges.yaml
     assert range_shield_config(robot, unseen_travel_m=None).range_obstacles.unseen_travel_m is None
     with pytest.raises(ConfigError, match="unseen_travel_m"):
         range_shield_config(robot, unseen_travel_m=-0.1)
+    with pytest.raises(ConfigError, match="unseen_within_m"):
+        range_shield_config(robot, unseen_travel_m=0.25, unseen_within_m=0.0)

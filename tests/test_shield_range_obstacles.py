@@ -56,15 +56,13 @@ def test_a_hold_without_debounce_does_not_walk_into_a_corner_between_remembered_
     planner's chatter re-aims every hold where the robot has drifted to. Drill seed 360 (along a ranger's axis): with
     the picture at 0.05 m the walk reached a 0.2 m pillar's corner, which lay between two remembered hits and nearer
     than either (benchmarks/README.md, "Issue #19: the picture's resolution"); at the shipped 0.02 m it stops short.
-    Judged from PyBullet's contacts; the coarse picture hitting it keeps the test from being vacuous. That control
-    flies without the ``unseen`` rule, as it was measured: the rule's slower start changes the walk."""
+    Judged from PyBullet's contacts; the coarse picture hitting it keeps the test from being vacuous."""
     from sim.navigate_shield import RANGE_SHIELD_BACKUP, RANGE_SHIELD_SECTION
 
     assert RANGE_SHIELD_BACKUP["recover_s"] == 0.0 and RANGE_SHIELD_SECTION["memory_spacing_m"] < RANGE_SHIELD_SECTION["min_clearance_m"]
     shipped = fly_at_a_box(policy, 360, ("range_obstacles",))
     assert not shipped["collided"] and shipped["counts"]["stop"] > 0, shipped
-    coarse = fly_at_a_box(policy, 360, ("range_obstacles",), section={"memory_spacing_m": 0.05, "memory_capacity": 1024,
-                                                                       "unseen_travel_m": None})
+    coarse = fly_at_a_box(policy, 360, ("range_obstacles",), section={"memory_spacing_m": 0.05, "memory_capacity": 1024})
     assert coarse["collided"], coarse
 
 

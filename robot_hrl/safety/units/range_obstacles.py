@@ -100,6 +100,9 @@ class RangeObstaclesCfg(BaseModel):
     unseen_travel_m: float | None = Field(None, ge=0.0, description="along a bearing no level ranger has looked along "
                                                                     "since the unit started, the stopping travel is at "
                                                                     "most this (None: the rule is off)")
+    unseen_within_m: float | None = Field(None, gt=0.0, description="the unseen rule acts only while the robot is within "
+                                                                    "this horizontal distance of its first measured "
+                                                                    "position (None: everywhere)")
 
     @model_validator(mode="after")
     def _ordered(self) -> "RangeObstaclesCfg":
@@ -185,6 +188,9 @@ class RangeObstacleUnit(ShieldUnit):
         """Seen again along a line of sight ``confirm_angle_rad`` turned from the first one: a target (two arcs cross
         there), not one of the places a single arc left open (those move with the ranger)."""
         self.unseen_travel_m = o.unseen_travel_m
+        self.unseen_within_m = o.unseen_within_m
+        self.start_xy: tuple[float, float] | None = None
+        """The robot's first measured horizontal position since the unit started (the ``unseen`` rule's start), m."""
         sectors = max(int(math.ceil(2.0 * math.pi / o.obstacles_angle_rad)), 1)
         centre = -math.pi + (np.arange(sectors) + 0.5) * (2.0 * math.pi / sectors)
         self.sector_rad = 2.0 * math.pi / sectors
@@ -208,6 +214,7 @@ class RangeObstacleUnit(ShieldUnit):
         self.seen_s[:] = -math.inf
         self.confirmed[:] = False
         self.looked[:] = False
+        self.start_xy = None
 
     def update(self, sensor: str, range_m: float, stamp_s: float) -> bool:
         """The latest reading of ``sensor`` (a sensor_msgs/Range), REP 117's way: +inf (or anything at or beyond
@@ -299,8 +306,16 @@ class RangeObstacleUnit(ShieldUnit):
                     return
         if any(self.fresh):
             self._take_in(tick)
-        if self._hits(tick) and self.unseen_travel_m is not None and not self.looked.all():
+        if self.start_xy is None:
+            self.start_xy = (float(tick.p[0]), float(tick.p[1]))
+        if self._hits(tick) and self.unseen_travel_m is not None and not self.looked.all() and self._near_start(tick):
             self._unseen(tick)
+
+    def _near_start(self, tick: Tick) -> bool:
+        """Whether the ``unseen`` rule acts here: within ``unseen_within_m`` of the start (always without it)."""
+        if self.unseen_within_m is None:
+            return True
+        return math.hypot(tick.p[0] - self.start_xy[0], tick.p[1] - self.start_xy[1]) <= self.unseen_within_m
 
     def _hits(self, tick: Tick) -> bool:
         """The ``stop`` and ``slowdown`` rules on the remembered hits; False when the command was rejected."""
