@@ -39,16 +39,18 @@ point to everywhere the robot can be before it stops. Clearances are distances m
   level ranger's cone has covered since the unit started is one the picture knows nothing about: a pillar between
   the cones at the start is not in the memory. Along such a bearing the stopping travel
   (:func:`robot_hrl.safety.stopping.travel_along`) may be at most ``unseen_travel_m``, else the command is rejected
-  (the backup holds). The robot moves off slowly until a cone has swept the way it goes (a face-the-velocity heading
-  loop turns one there within a few tenths of a second); then the stop rule has the hit in time. Off (None) by
-  default; the Crazyflie's range source turns it on (``shield_ranges.yaml``).
+  (the backup holds); with ``unseen_within_m``, only while the robot is within that distance of its first measured
+  position. The robot moves off slowly until a cone has swept the way it goes (a face-the-velocity heading loop
+  turns one there within a few tenths of a second); then the stop rule has the hit in time. Off (None) by default;
+  the Crazyflie's range source turns it on (``shield_ranges.yaml``: 0.25 m within 1 m of the start).
 * ``source_timeout``: a listed sensor whose latest reading is older than ``source_timeout_s`` (or that
   never reported) makes the unit reject, as Nav2's collision monitor stops the robot on a stale source
   (navigation2 PR #3880, "Add a watchdog mechanism"). ``source_timeout_s: 0`` turns the check off.
 
 What it cannot see: an obstacle that was never inside any cone (a thin pillar met straight on along a bearing
 between two rangers' cones) is not in the picture; docs/safety.md says so. The ``unseen`` rule covers the start
-(nothing has been looked at); a bearing once swept counts as looked along for the rest of the run.
+(nothing has been looked at); a bearing once swept counts as looked along for the rest of the run, and with
+``unseen_within_m`` the rule ends at that distance from the start.
 
 The node that owns the shield hands readings in with :meth:`RangeObstacleUnit.update` (a
 ``sensor_msgs/Range`` each: the sensor's name, the range, the stamp).
