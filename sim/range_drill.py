@@ -38,6 +38,13 @@ def range_shield_config(robot, units=("obstacles", "range_obstacles"), backup: d
     return parse_shield_config(copy.deepcopy(data), "range drill")
 
 
+def _aim_and_bearing(rng, centre, half):
+    """A random point of the box's footprint (a corner region half the time) and a random bearing, rad."""
+    corner = rng.uniform() < 0.5
+    spread = rng.uniform(0.0, 1.0, size=2) ** 0.2 * rng.choice([-1.0, 1.0], size=2) if corner else rng.uniform(-1.0, 1.0, size=2)
+    return centre + half * spread, rng.uniform(-math.pi, math.pi)
+
+
 def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None = None, time_s: float = 5.0,
                  any_bearing: bool = False, backup: dict | None = None, section: dict | None = None, heading=None,
                  at_start: bool = False):
@@ -47,8 +54,8 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
     yaw, so the box often lies between two rangers' cones all the way in. ``backup``: keys of the shield's backup
     section to override (``recover_s``); ``section``: keys of the range section to override. ``heading``: a level's
     HeadingSpec: the heading loop runs under the skill (robot_hrl.runtime.heading), as the skill node runs it under a
-    level trained with one. ``at_start``: the flight starts near the box (0.3-0.6 m of clearance from the aimed point)
-    with a yaw that puts the way to it between two rangers' cones (the diagonal, within 15 degrees): nothing has been
+    level trained with one. ``at_start``: the flight starts near the box (0.3-0.6 m of clearance, beyond the collision
+    radius, from where the line from the aimed point leaves the box) with a yaw that puts the way to it between two rangers' cones (the diagonal, within 15 degrees): nothing has been
     seen of it when the robot sets off (the learned level's one contact, benchmarks/README.md). None when the seed
     gives no free run-up (draw again)."""
     from robot_hrl.runtime.heading import heading_loop
@@ -75,18 +82,12 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
     facing = int(rng.integers(4))                                   # front, back, left, right faces the travel
     yaw = math.atan2(toward[1], toward[0]) - (0.0, math.pi, math.pi / 2, -math.pi / 2)[facing]
     if any_bearing:
-        corner = rng.uniform() < 0.5                                # a corner region half the time
-        spread = rng.uniform(0.0, 1.0, size=2) ** 0.2 * rng.choice([-1.0, 1.0], size=2) if corner else rng.uniform(-1.0, 1.0, size=2)
-        aim = centre + half * spread
-        bearing = rng.uniform(-math.pi, math.pi)
+        aim, bearing = _aim_and_bearing(rng, centre, half)
         start = aim + (float(np.max(half)) + float(rng.uniform(1.2, 1.8))) * np.array([math.cos(bearing), math.sin(bearing)])
         toward = (aim - start) / np.linalg.norm(aim - start)
         yaw = float(rng.uniform(-math.pi, math.pi))
     if at_start:
-        corner = rng.uniform() < 0.5
-        spread = rng.uniform(0.0, 1.0, size=2) ** 0.2 * rng.choice([-1.0, 1.0], size=2) if corner else rng.uniform(-1.0, 1.0, size=2)
-        aim = centre + half * spread
-        bearing = rng.uniform(-math.pi, math.pi)
+        aim, bearing = _aim_and_bearing(rng, centre, half)
         out = np.array([math.cos(bearing), math.sin(bearing)])
         step = 0.02  # out of the box along the bearing, then the clearance
         gap = 0.0

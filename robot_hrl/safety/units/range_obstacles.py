@@ -195,10 +195,8 @@ class RangeObstacleUnit(ShieldUnit):
         """The robot's first measured horizontal position since the unit started (the ``unseen`` rule's start), m."""
         sectors = max(int(math.ceil(2.0 * math.pi / o.obstacles_angle_rad)), 1)
         centre = -math.pi + (np.arange(sectors) + 0.5) * (2.0 * math.pi / sectors)
-        self.sector_rad = 2.0 * math.pi / sectors
-        """Width of the ``unseen`` rule's bearing sectors (``obstacles_angle_rad`` or just under), rad."""
         self.sector_w = np.stack([np.cos(centre), np.sin(centre)], axis=1)
-        """Each sector's centre bearing as a world unit vector (horizontal)."""
+        """Each sector's centre bearing as a world unit vector (horizontal; ``obstacles_angle_rad`` wide or just under)."""
         self.look_cos = tuple(math.cos(0.5 * s.field_of_view_rad) for s in self.specs)
         """A sector whose centre is within a cone's half angle of its axis is looked along by its reading."""
         self.looked = np.zeros(sectors, dtype=bool)
