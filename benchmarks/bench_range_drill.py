@@ -17,6 +17,7 @@ rangers' cones (nothing seen of it yet: the ``unseen`` rule's case); ``--unseen-
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -42,7 +43,8 @@ def main(argv=None) -> int:
                     help="override range_obstacles.unseen_travel_m (the stopping travel allowed toward a bearing no cone "
                          "has swept); off: the rule is off; default: the range source's (RANGE_SHIELD_SECTION)")
     ap.add_argument("--unseen-within-m", type=float, default=None, metavar="M",
-                    help="with --unseen-travel-m M: the rule acts only within this distance of the start")
+                    help="override range_obstacles.unseen_within_m: the rule acts only within this distance of the "
+                         "start; default: the range source's")
     ap.add_argument("--no-bare", action="store_true", help="skip the unshielded flights")
     ap.add_argument("--heading-from", default=None, metavar="LEVEL.onnx",
                     help="run the heading loop a navigate level was trained with (its contract's heading section; "
@@ -52,19 +54,17 @@ def main(argv=None) -> int:
         ap.error(f"--last-seed ({args.last_seed}) must be larger than --first-seed ({args.first_seed})")
     if args.recover_s is not None and not args.recover_s >= 0.0:
         ap.error(f"--recover-s must be a number of seconds >= 0, got {args.recover_s}")
-    section = None
+    section = {}  # the range section's keys these options override
     if args.unseen_travel_m is not None:
         try:
-            unseen = None if args.unseen_travel_m == "off" else float(args.unseen_travel_m)
+            section["unseen_travel_m"] = None if args.unseen_travel_m == "off" else float(args.unseen_travel_m)
         except ValueError:
-            unseen = -1.0
-        if unseen is not None and not unseen >= 0.0:
+            section["unseen_travel_m"] = math.nan
+        if not (section["unseen_travel_m"] is None or section["unseen_travel_m"] >= 0.0):
             ap.error(f"--unseen-travel-m must be a distance in metres >= 0 or 'off', got {args.unseen_travel_m!r}")
-        section = {"unseen_travel_m": unseen}
     if args.unseen_within_m is not None:
-        if section is None or section["unseen_travel_m"] is None or not args.unseen_within_m > 0.0:
-            ap.error("--unseen-within-m needs --unseen-travel-m M (the rule on) and a distance > 0, got "
-                     f"{args.unseen_within_m}")
+        if not args.unseen_within_m > 0.0:
+            ap.error(f"--unseen-within-m must be a distance in metres > 0, got {args.unseen_within_m}")
         section["unseen_within_m"] = args.unseen_within_m
     if not 0.0 < args.time_s <= 120.0:
         ap.error(f"--time-s must be a flight length in seconds, 0 < s <= 120, got {args.time_s}")
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     from robot_hrl.runtime import OnnxPolicy
-    from sim.navigate_shield import RANGE_SHIELD_BACKUP
+    from sim.navigate_shield import RANGE_SHIELD_BACKUP, RANGE_SHIELD_SECTION
     from sim.range_drill import fly_at_a_box
 
     policy = OnnxPolicy(REPO / "models" / "crazyflie_goto.onnx", provider="cpu")
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
         flights, hits = 0, []
         for seed in tqdm(range(args.first_seed, args.last_seed), desc=label, unit="seed"):
             r = fly_at_a_box(policy, seed, units, any_bearing=not (args.along_axis or args.at_start), backup=backup if units else None,
-                             time_s=args.time_s, heading=heading, at_start=args.at_start, section=section)
+                             time_s=args.time_s, heading=heading, at_start=args.at_start, section=section or None)
             if r is None:
                 continue
             flights += 1
@@ -101,13 +101,11 @@ def main(argv=None) -> int:
         print(f"{label:26s} flights {flights:4d}  reached the box {len(hits):4d}"
               + (f"  (seed, room, stop rejections): {hits}" if units and hits else ""))
     debounce = RANGE_SHIELD_BACKUP["recover_s"] if args.recover_s is None else args.recover_s
-    from sim.navigate_shield import RANGE_SHIELD_SECTION
-
-    unseen = (section or RANGE_SHIELD_SECTION).get("unseen_travel_m")
-    within = (section or RANGE_SHIELD_SECTION).get("unseen_within_m")
+    flown = {**RANGE_SHIELD_SECTION, **section}  # what the shield flew (fly_at_a_box merges the same way)
+    unseen, within = flown.get("unseen_travel_m"), flown.get("unseen_within_m")
     where = "from the start, between two cones" if args.at_start else "along an axis" if args.along_axis else "any bearing"
     print(f"seeds {args.first_seed}-{args.last_seed - 1}, {where}, unseen_travel_m {unseen}"
-          + (f" within {within:g} m of the start" if within is not None else "") + ", "
+          + (f" within {within:g} m of the start" if unseen is not None and within is not None else "") + ", "
           f"flights of {args.time_s:g} s, debounce {debounce:g} s"
           + (f", heading loop {heading.mode} (lead {heading.lead_s:g} s, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s; 0: no limit)" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
     return 0

@@ -35,6 +35,9 @@ def test_a_short_drill_prints_its_counts():
     (("--time-s", "nan"), "--time-s must be a flight length in seconds"),
     (("--heading-from", "models/crazyflie_goto.onnx"), "not of a navigate level"),
     (("--heading-from", "models/missing.onnx"), "does not exist"),
+    (("--unseen-travel-m", "-0.1"), "--unseen-travel-m must be a distance in metres >= 0 or 'off'"),
+    (("--unseen-travel-m", "fast"), "--unseen-travel-m must be a distance in metres >= 0 or 'off'"),
+    (("--unseen-within-m", "0"), "--unseen-within-m must be a distance in metres > 0"),
 ])
 def test_bad_arguments_are_refused_with_the_fix(args, message):
     proc = _run(*args)
