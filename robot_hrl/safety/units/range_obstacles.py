@@ -378,21 +378,42 @@ class RangeObstacleUnit(ShieldUnit):
         """Where the backup holds instead of ``(x, y)``: away from the nearest remembered hits until every one is
         at least halfway between ``min_clearance_m`` and ``stop_distance_m`` of clearance, by at most
         ``HOLD_PUSH_MAX_M``. A robot held at the edge of what the rule allows would stay there: from the pushed
-        target the policy can pass beside the hit instead of being held against it (the shield's safe_position)."""
+        target the policy can pass beside the hit instead of being held against it (the shield's safe_position).
+        A step is taken only where it leaves the nearest hit farther than before (halved up to
+        :attr:`HOLD_PUSH_HALVINGS` times until it does): between two walls nearer than that, a push off one must
+        not carry the target into the other (a training-split flight held 0.4 s against a wall that way,
+        benchmarks/README.md, "Issue #19: where no cone has looked"); the target then stops where the two are
+        balanced."""
         pts = self.memory.points_w[0]
         keep = self.radius + 0.5 * (self.min_clearance_m + self.stop_distance_m)
         budget = self.HOLD_PUSH_MAX_M
-        for _ in range(4):
-            rel = np.array([x, y]) - pts
+
+        def nearest(qx: float, qy: float) -> tuple[int, float, np.ndarray]:
+            rel = np.array([qx, qy]) - pts
             dist = np.sqrt((rel * rel).sum(-1))
             k = int(np.argmin(dist))
-            short = keep - float(dist[k])
-            if short <= 1e-6 or budget <= 1e-6 or dist[k] < 1e-6:
+            return k, float(dist[k]), rel[k]
+
+        k, near, rel = nearest(x, y)
+        for _ in range(4):
+            short = keep - near
+            if short <= 1e-6 or budget <= 1e-6 or near < 1e-6:
                 break
             step = min(short, budget)
-            x, y = x + step * float(rel[k, 0]) / float(dist[k]), y + step * float(rel[k, 1]) / float(dist[k])
-            budget -= step
+            for _ in range(self.HOLD_PUSH_HALVINGS + 1):
+                qx, qy = x + step * float(rel[0]) / near, y + step * float(rel[1]) / near
+                k2, near2, rel2 = nearest(qx, qy)
+                if near2 > near + 1e-6:
+                    break
+                step *= 0.5
+            else:
+                break  # no step off the nearest hit leaves every hit farther: stay
+            x, y, budget = qx, qy, budget - step
+            k, near, rel = k2, near2, rel2
         return x, y
+
+    HOLD_PUSH_HALVINGS = 4
+    """How many times :meth:`hold_clear_of_hits` halves a step that would bring another hit nearer."""
 
     def _reach(self, tick: Tick) -> float:
         """How far (horizontally) the robot can get before it stands still: the stopping box's farthest corner."""
