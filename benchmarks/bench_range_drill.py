@@ -7,6 +7,7 @@ Each flight is judged from PyBullet's contacts. The same flights are flown unshi
 optionally with the backup's debounce overridden (``--recover-s``) or longer flights (``--time-s``), and the script
 prints the hits of each. ``--at-start``: each flight starts 0.3-0.6 m from the box with the way to it between two
 rangers' cones (nothing seen of it yet: the ``unseen`` rule's case); ``--unseen-travel-m off`` flies without that rule.
+``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is off).
 
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --along-axis --time-s 15 --no-bare
@@ -42,6 +43,10 @@ def main(argv=None) -> int:
     ap.add_argument("--unseen-travel-m", default=None, metavar="M|off",
                     help="override range_obstacles.unseen_travel_m (the stopping travel allowed toward a bearing no cone "
                          "has swept); off: the rule is off; default: the range source's (RANGE_SHIELD_SECTION)")
+    ap.add_argument("--unknown-creep-m", default=None, metavar="M|off",
+                    help="override range_obstacles.unknown_creep_m (toward a cell no cone has seen empty, the stopping "
+                         "travel stops min_clearance_m short of it or is at most this); off: the rule is off; default: "
+                         "the range source's (RANGE_SHIELD_SECTION)")
     ap.add_argument("--unseen-within-m", type=float, default=None, metavar="M",
                     help="override range_obstacles.unseen_within_m: the rule acts only within this distance of the "
                          "start; default: the range source's")
@@ -55,13 +60,15 @@ def main(argv=None) -> int:
     if args.recover_s is not None and not args.recover_s >= 0.0:
         ap.error(f"--recover-s must be a number of seconds >= 0, got {args.recover_s}")
     section = {}  # the range section's keys these options override
-    if args.unseen_travel_m is not None:
+    for key, given in (("unseen_travel_m", args.unseen_travel_m), ("unknown_creep_m", args.unknown_creep_m)):
+        if given is None:
+            continue
         try:
-            section["unseen_travel_m"] = None if args.unseen_travel_m == "off" else float(args.unseen_travel_m)
+            section[key] = None if given == "off" else float(given)
         except ValueError:
-            section["unseen_travel_m"] = math.nan
-        if not (section["unseen_travel_m"] is None or section["unseen_travel_m"] >= 0.0):
-            ap.error(f"--unseen-travel-m must be a distance in metres >= 0 or 'off', got {args.unseen_travel_m!r}")
+            section[key] = math.nan
+        if not (section[key] is None or section[key] >= 0.0):
+            ap.error(f"--{key.replace('_', '-')} must be a distance in metres >= 0 or 'off', got {given!r}")
     if args.unseen_within_m is not None:
         if not args.unseen_within_m > 0.0:
             ap.error(f"--unseen-within-m must be a distance in metres > 0, got {args.unseen_within_m}")
@@ -105,7 +112,8 @@ def main(argv=None) -> int:
     unseen, within = flown.get("unseen_travel_m"), flown.get("unseen_within_m")
     where = "from the start, between two cones" if args.at_start else "along an axis" if args.along_axis else "any bearing"
     print(f"seeds {args.first_seed}-{args.last_seed - 1}, {where}, unseen_travel_m {unseen}"
-          + (f" within {within:g} m of the start" if unseen is not None and within is not None else "") + ", "
+          + (f" within {within:g} m of the start" if unseen is not None and within is not None else "")
+          + f", unknown_creep_m {flown.get('unknown_creep_m')}, "
           f"flights of {args.time_s:g} s, debounce {debounce:g} s"
           + (f", heading loop {heading.mode} (lead {heading.lead_s:g} s, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s; 0: no limit)" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
     return 0

@@ -23,6 +23,7 @@ Prints:
 from __future__ import annotations
 
 import argparse
+import math
 import platform
 import sys
 import time
@@ -124,6 +125,37 @@ def bench_overhead(ticks: int, drop_units: tuple[str, ...] = ()) -> None:
     measure("diff drive driving (policy passes)", driving, robot=diff_drive)
 
 
+def bench_range_overhead(ticks: int) -> None:
+    """Shield.step with the range source (the skill node's ``range_shield``: shield_ranges.yaml over the shipped
+    shield), flying 0.8 m/s down a 1.2 m corridor, the four horizontal rangers read every 10th tick (10 Hz at 100 Hz),
+    with the section's ``unknown`` rule as shipped and off (what that rule costs per tick)."""
+    from robot_hrl.nodes.skill_node import range_shield
+
+    world = load_world(WORLD)
+    print(f"range source overhead per tick (Shield.step, {ticks} ticks each, 0.8 m/s down a corridor, rangers at 10 Hz):")
+    for label, creep in (("as shipped", "shipped"), ("unknown rule off", None)):
+        shield = range_shield(None, CRAZYFLIE_2X, world, 1.0, CRAZYFLIE_2X.action_spec())
+        unit = shield.unit("range_obstacles")
+        if creep != "shipped":
+            unit.unknown_creep_m = creep
+        a = np.array([shield.model.wrench_to_action(0, CRAZYFLIE_2X.weight_n), 0.0, 0.0, 0.0])
+        pc = time.perf_counter_ns
+        out = np.empty(ticks, dtype=np.int64)
+        for k in range(ticks):
+            t = 1.0 + k * 0.01
+            x = 0.5 + (0.8 * k * 0.01) % 3.0  # back and forth along the corridor's 3 m
+            if k % 10 == 0:
+                for name, r in (("front", math.inf), ("back", math.inf), ("left", 0.55), ("right", 0.55)):
+                    unit.update(name, r, t)
+            st = RobotState(np.array([x, 2.3, 1.0]), np.array([1.0, 0, 0, 0]), np.array([0.8, 0.0, 0.0]), np.zeros(3), t)
+            inp = ShieldInput(t, st, a, subgoal_w=np.array([x + 0.5, 2.3, 1.0]), subgoal_stamp_s=t, inference_s=1e-3,
+                              battery_v=4.0)
+            t0 = pc()
+            shield.step(inp)
+            out[k] = pc() - t0
+        print(f"  {label:<34} {_percentiles(out[500:])}   unknown_creep_m {unit.unknown_creep_m}")
+
+
 def bench_closed_loop(episodes: int, episode_s: float, seed: int, trained: bool, onnx: str | None, randomized: int,
                       declare_mass: str | None = None) -> None:
     import torch
@@ -187,6 +219,7 @@ def main(argv=None) -> int:
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     if args.only in (None, "overhead"):
         bench_overhead(args.ticks, tuple(args.drop_unit))
+        bench_range_overhead(args.ticks)
     if args.only in (None, "closed-loop"):
         bench_closed_loop(args.episodes, args.episode_s, args.seed, not args.no_trained, args.onnx, args.randomized,
                           args.declare_mass)

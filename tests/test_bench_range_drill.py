@@ -38,6 +38,8 @@ def test_a_short_drill_prints_its_counts():
     (("--unseen-travel-m", "-0.1"), "--unseen-travel-m must be a distance in metres >= 0 or 'off'"),
     (("--unseen-travel-m", "fast"), "--unseen-travel-m must be a distance in metres >= 0 or 'off'"),
     (("--unseen-within-m", "0"), "--unseen-within-m must be a distance in metres > 0"),
+    (("--unknown-creep-m", "-0.1"), "--unknown-creep-m must be a distance in metres >= 0 or 'off'"),
+    (("--unknown-creep-m", "slow"), "--unknown-creep-m must be a distance in metres >= 0 or 'off'"),
 ])
 def test_bad_arguments_are_refused_with_the_fix(args, message):
     proc = _run(*args)

@@ -43,6 +43,16 @@ point to everywhere the robot can be before it stops. Clearances are distances m
   position. The robot moves off slowly until a cone has swept the way it goes (a face-the-velocity heading loop
   turns one there within a few tenths of a second); then the stop rule has the hit in time. Off (None) by default;
   the Crazyflie's range source turns it on (``shield_ranges.yaml``: 0.25 m within 1 m of the start).
+* ``unknown``: where no cone has looked, anywhere in the flight. Every level reading marks the cells (a horizontal
+  grid of ``unknown_cell_m``, :class:`robot_hrl.sensing.seen_cells.SeenCells`) its cone covers nearer than the reading
+  less ``clear_margin_m`` seen empty, as a costmap clears along a ray; the robot's own disk is seen each tick. A cell
+  never seen may hold an obstacle anywhere in it: toward the nearest such cell per bearing sector the stopping travel
+  must end ``min_clearance_m`` short of the cell, or be at most ``unknown_creep_m`` (the robot can always creep; the
+  heading loop turns the front cone to where it moves, and the cells ahead are seen). A robot flying along its front
+  cone has the way ahead seen; one cutting round the end of a wall, into the gap between two cones, is slowed until a
+  cone has looked there (a held-out flight met a wall's corner at 0.76 m/s that way: benchmarks/README.md, "Issue #19:
+  where no cone has looked"). Cells beyond ``memory_range_m`` are not asked about. Off (None) by default; the
+  Crazyflie's range source turns it on (``shield_ranges.yaml``: a creep of 0.25 m, cells of 0.05 m).
 * ``source_timeout``: a listed sensor whose latest reading is older than ``source_timeout_s`` (or that
   never reported) makes the unit reject, as Nav2's collision monitor stops the robot on a stale source
   (navigation2 PR #3880, "Add a watchdog mechanism"). ``source_timeout_s: 0`` turns the check off.
@@ -105,6 +115,12 @@ class RangeObstaclesCfg(BaseModel):
     unseen_within_m: float | None = Field(None, gt=0.0, description="the unseen rule acts only while the robot is within "
                                                                     "this horizontal distance of its first measured "
                                                                     "position (None: everywhere)")
+    unknown_creep_m: float | None = Field(None, ge=0.0, description="toward a cell no level ranger's cone has seen "
+                                                                   "empty, the stopping travel leaves min_clearance_m "
+                                                                   "before it, or is at most this (None: the rule is "
+                                                                   "off)")
+    unknown_cell_m: float = Field(0.05, gt=0.0, le=0.5, description="side of the cells the unknown rule keeps "
+                                                                    "(robot_hrl.sensing.seen_cells)")
 
     @model_validator(mode="after")
     def _ordered(self) -> "RangeObstaclesCfg":
@@ -137,7 +153,7 @@ def _arc_b(spec, angle_step: float) -> tuple[tuple[float, float, float], ...]:
 
 class RangeObstacleUnit(ShieldUnit):
     name = "range_obstacles"
-    constraints = ("stop", "slowdown", "unseen", "source_timeout")
+    constraints = ("stop", "slowdown", "unseen", "unknown", "source_timeout")
     description = "stop and slowdown zones from the live range sensors and a memory of their hits (no map)"
     stage = "envelope"
     section = "range_obstacles"
@@ -152,6 +168,7 @@ class RangeObstacleUnit(ShieldUnit):
     def __init__(self, cfg, model, sensors, world=None):
         super().__init__()
         from robot_hrl.sensing.memory import MemoryGeometry, RangeMemory
+        from robot_hrl.sensing.seen_cells import SeenCells
 
         o = cfg.range_obstacles
         by_name = {s.name: s for s in sensors}
@@ -201,6 +218,11 @@ class RangeObstacleUnit(ShieldUnit):
         """A sector whose centre is within a cone's half angle of its axis is looked along by its reading."""
         self.looked = np.zeros(sectors, dtype=bool)
         """Sectors some level ranger's cone has covered since the unit started (the ``unseen`` rule's picture)."""
+        self.unknown_creep_m = o.unknown_creep_m
+        self.seen_cells = SeenCells(o.unknown_cell_m, slots=max(128, int(math.ceil(2.0 * (o.memory_range_m + 1.0)
+                                                                                 / o.unknown_cell_m))))
+        """The cells some level cone has seen empty (the ``unknown`` rule's picture; a torus wider than twice the
+        farthest look plus a margin, so a cell within reach is never aliased)."""
         bounds = getattr(world, "bounds", None)
         self.floor_z = float(bounds.min[2]) + SURFACE_BAND_M if bounds is not None else -math.inf
         self.ceiling_z = float(bounds.max[2]) - SURFACE_BAND_M if bounds is not None else math.inf
@@ -214,6 +236,7 @@ class RangeObstacleUnit(ShieldUnit):
         self.seen_s[:] = -math.inf
         self.confirmed[:] = False
         self.looked[:] = False
+        self.seen_cells.reset()
         self.start_xy = None
 
     def update(self, sensor: str, range_m: float, stamp_s: float) -> bool:
@@ -267,6 +290,11 @@ class RangeObstacleUnit(ShieldUnit):
                 if self.unseen_travel_m is not None:  # the sectors whose centre the cone covers are looked along
                     inside = (self.sector_w @ axis[:2]) >= self.look_cos[i] * horizontal
                     self.looked |= inside
+                if self.unknown_creep_m is not None:  # the cone is empty nearer than the reading (less the margin)
+                    see = min(spec.max_range_m if math.isinf(r) else r, self.memory_range_m) - self.clear_margin_m
+                    if see > 0.0:
+                        self.seen_cells.see_cone(origin[:2], axis[:2], 0.5 * spec.field_of_view_rad, see,
+                                                 0.7 * self.seen_cells.cell_m / see)
                 reach = (spec.max_range_m if math.isinf(r) else r) - self.clear_margin_m
                 rel = mem.points_w[0] - origin[:2]
                 dist = np.sqrt((rel * rel).sum(-1))
@@ -308,8 +336,15 @@ class RangeObstacleUnit(ShieldUnit):
             self._take_in(tick)
         if self.start_xy is None:
             self.start_xy = (float(tick.p[0]), float(tick.p[1]))
-        if self._hits(tick) and self.unseen_travel_m is not None and not self.looked.all() and self._near_start(tick):
-            self._unseen(tick)
+        if self.unknown_creep_m is not None:  # where the robot is, nothing else is
+            self.seen_cells.see_disk(tick.p[:2], self.radius)
+        if not self._hits(tick):
+            return
+        if self.unseen_travel_m is not None and not self.looked.all() and self._near_start(tick):
+            if not self._unseen(tick):
+                return
+        if self.unknown_creep_m is not None:
+            self._unknown(tick)
 
     def _near_start(self, tick: Tick) -> bool:
         """Whether the ``unseen`` rule acts here: within ``unseen_within_m`` of the start (always without it)."""
@@ -351,10 +386,11 @@ class RangeObstacleUnit(ShieldUnit):
         self._slowdown(tick, rel, dist, now)
         return True
 
-    def _unseen(self, tick: Tick) -> None:
-        """The ``unseen`` rule, after the hits' rules (a command they slowed is judged slowed). The stopping box's
-        support along each unseen sector bounds the travel there (looser, never smaller: :func:`travel_along`), so
-        only sectors whose support exceeds the limit are asked of the stopping model, farthest first."""
+    def _unseen(self, tick: Tick) -> bool:
+        """The ``unseen`` rule, after the hits' rules (a command they slowed is judged slowed); False when it rejected.
+        The stopping box's support along each unseen sector bounds the travel there (looser, never smaller:
+        :func:`travel_along`), so only sectors whose support exceeds the limit are asked of the stopping model,
+        farthest first."""
         limit = self.unseen_travel_m
         x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
         p = tick.p
@@ -369,7 +405,50 @@ class RangeObstacleUnit(ShieldUnit):
                 tick.reject(self, "unseen", f"stopping travel {travel:.3f} m toward bearing {bearing:.0f} deg (world), "
                                             f"which no ranger has looked along yet, > unseen_travel_m {limit:.3f} m; "
                                             "the robot goes slower until a cone has swept that way")
+                return False
+        return True
+
+    def _unknown(self, tick: Tick) -> None:
+        """The ``unknown`` rule, after the others: every cell within the stopping reach that no level cone has seen
+        empty may hold an obstacle anywhere in it. Toward each (the nearest per bearing sector), the stopping travel
+        must leave ``min_clearance_m``, or be at most ``unknown_creep_m`` (the robot can always creep: the heading loop
+        turns the front cone to where it moves, and the cells ahead are seen)."""
+        creep = self.unknown_creep_m
+        reach = self._reach(tick)
+        if reach <= creep:
+            return  # the robot stands still within the creep whatever lies around it
+        p = tick.p
+        half_diag = 0.5 * math.sqrt(2.0) * self.seen_cells.cell_m
+        look = min(self.radius + self.min_clearance_m + reach + half_diag, self.memory_range_m)  # the hits' horizon too
+        centres = self.seen_cells.unknown_near(p[:2], look)
+        if len(centres) == 0:
+            return
+        rel = centres - (p[0], p[1])
+        rho = np.sqrt((rel * rel).sum(-1))
+        allowed = np.maximum(rho - half_diag - self.radius - self.min_clearance_m, creep)
+        sector = self._sector_of(rel)
+        limit = np.full(len(self.sector_w), np.inf)
+        np.minimum.at(limit, sector, allowed)
+        x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
+        n = self.sector_w
+        support = (np.maximum(n[:, 0] * (x0 - p[0]), n[:, 0] * (x1 - p[0]))
+                   + np.maximum(n[:, 1] * (y0 - p[1]), n[:, 1] * (y1 - p[1])))
+        over = np.flatnonzero(support > limit)
+        for k in over[np.argsort(limit[over] - support[over])].tolist():
+            d = (float(n[k, 0]), float(n[k, 1]), 0.0)
+            travel = travel_along(self.m, tick, d)
+            if travel > limit[k] + 1e-9:
+                bearing = math.degrees(math.atan2(d[1], d[0]))
+                tick.reject(self, "unknown", f"stopping travel {travel:.3f} m toward bearing {bearing:.0f} deg (world), "
+                                             f"> {limit[k]:.3f} m: space no ranger has seen empty lies that way; the "
+                                             "robot goes slower until a cone has looked there")
                 return
+
+    def _sector_of(self, rel: np.ndarray) -> np.ndarray:
+        """The bearing sector (index into ``sector_w``) of each horizontal world offset (K, 2)."""
+        sectors = len(self.sector_w)
+        a = np.arctan2(rel[:, 1], rel[:, 0])
+        return np.clip(((a + math.pi) * (sectors / (2.0 * math.pi))).astype(np.int64), 0, sectors - 1)
 
     HOLD_PUSH_MAX_M = 0.25
     """The hold target moves at most this far off the remembered hits (:meth:`hold_clear_of_hits`)."""
