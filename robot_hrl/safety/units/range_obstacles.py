@@ -392,11 +392,8 @@ class RangeObstacleUnit(ShieldUnit):
         :func:`travel_along`), so only sectors whose support exceeds the limit are asked of the stopping model,
         farthest first."""
         limit = self.unseen_travel_m
-        x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
-        p = tick.p
         n = self.sector_w[~self.looked]
-        support = (np.maximum(n[:, 0] * (x0 - p[0]), n[:, 0] * (x1 - p[0]))
-                   + np.maximum(n[:, 1] * (y0 - p[1]), n[:, 1] * (y1 - p[1])))
+        support = self._box_support(tick, n)
         for k in np.flatnonzero(support > limit)[np.argsort(-support[support > limit])].tolist():
             d = (float(n[k, 0]), float(n[k, 1]), 0.0)
             travel = travel_along(self.m, tick, d)
@@ -429,10 +426,8 @@ class RangeObstacleUnit(ShieldUnit):
         sector = self._sector_of(rel)
         limit = np.full(len(self.sector_w), np.inf)
         np.minimum.at(limit, sector, allowed)
-        x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
         n = self.sector_w
-        support = (np.maximum(n[:, 0] * (x0 - p[0]), n[:, 0] * (x1 - p[0]))
-                   + np.maximum(n[:, 1] * (y0 - p[1]), n[:, 1] * (y1 - p[1])))
+        support = self._box_support(tick, n)
         over = np.flatnonzero(support > limit)
         for k in over[np.argsort(limit[over] - support[over])].tolist():
             d = (float(n[k, 0]), float(n[k, 1]), 0.0)
@@ -443,6 +438,15 @@ class RangeObstacleUnit(ShieldUnit):
                                              f"> {limit[k]:.3f} m: space no ranger has seen empty lies that way; the "
                                              "robot goes slower until a cone has looked there")
                 return
+
+    def _box_support(self, tick: Tick, n: np.ndarray) -> np.ndarray:
+        """How far the stopping box reaches from the robot along each horizontal unit direction ``n`` (K, 2), m: a
+        bound on :func:`travel_along` there (looser, never smaller), so the model is asked only where it exceeds a
+        limit (the ``unseen`` and ``unknown`` rules)."""
+        x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
+        p = tick.p
+        return (np.maximum(n[:, 0] * (x0 - p[0]), n[:, 0] * (x1 - p[0]))
+                + np.maximum(n[:, 1] * (y0 - p[1]), n[:, 1] * (y1 - p[1])))
 
     def _sector_of(self, rel: np.ndarray) -> np.ndarray:
         """The bearing sector (index into ``sector_w``) of each horizontal world offset (K, 2)."""
