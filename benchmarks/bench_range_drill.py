@@ -7,12 +7,18 @@ Each flight is judged from PyBullet's contacts. The same flights are flown unshi
 optionally with the backup's debounce overridden (``--recover-s``) or longer flights (``--time-s``), and the script
 prints the hits of each. ``--at-start``: each flight starts 0.3-0.6 m from the box with the way to it between two
 rangers' cones (nothing seen of it yet: the ``unseen`` rule's case); ``--unseen-travel-m off`` flies without that rule.
-``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is off).
+``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is off). ``--past-corner``:
+the planner flies an arc through a corner of the box; under the level's heading loop the robot turns along it, and the
+corner can stay between the front cone and a side cone all the way in (the case the ``unknown`` rule was written for;
+the drill's contacts are the same with and without it: benchmarks/README.md, "Issue #19: the hold's ratchet, and
+stall escapes").
 
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --along-axis --time-s 15 --no-bare
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 460 --recover-s 0.1
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 400 --at-start --heading-from models/crazyflie_navigate.onnx
+    python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 400 --past-corner --heading-from models/crazyflie_navigate.onnx \
+        --unknown-creep-m off
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ def main(argv=None) -> int:
     ap.add_argument("--along-axis", action="store_true", help="fly along a ranger's axis instead of from any bearing")
     ap.add_argument("--at-start", action="store_true",
                     help="start 0.3-0.6 m from the box, the way to it between two rangers' cones (nothing seen of it yet)")
+    ap.add_argument("--past-corner", action="store_true",
+                    help="fly an arc (radius 0.4-2 m) through a corner of the box instead of a line; with --heading-from the "
+                         "robot turns along it, so the corner can stay between two cones")
     ap.add_argument("--unseen-travel-m", default=None, metavar="M|off",
                     help="override range_obstacles.unseen_travel_m (the stopping travel allowed toward a bearing no cone "
                          "has swept); off: the rule is off; default: the range source's (RANGE_SHIELD_SECTION)")
@@ -98,7 +107,8 @@ def main(argv=None) -> int:
     for label, units in settings:
         flights, hits = 0, []
         for seed in tqdm(range(args.first_seed, args.last_seed), desc=label, unit="seed"):
-            r = fly_at_a_box(policy, seed, units, any_bearing=not (args.along_axis or args.at_start), backup=backup if units else None,
+            r = fly_at_a_box(policy, seed, units, any_bearing=not (args.along_axis or args.at_start or args.past_corner),
+                             past_corner=args.past_corner, backup=backup if units else None,
                              time_s=args.time_s, heading=heading, at_start=args.at_start, section=section or None)
             if r is None:
                 continue
@@ -110,7 +120,7 @@ def main(argv=None) -> int:
     debounce = RANGE_SHIELD_BACKUP["recover_s"] if args.recover_s is None else args.recover_s
     flown = {**RANGE_SHIELD_SECTION, **section}  # what the shield flew (fly_at_a_box merges the same way)
     unseen, within = flown.get("unseen_travel_m"), flown.get("unseen_within_m")
-    where = "from the start, between two cones" if args.at_start else "along an axis" if args.along_axis else "any bearing"
+    where = "from the start, between two cones" if args.at_start else "along an arc past a corner" if args.past_corner else "along an axis" if args.along_axis else "any bearing"
     print(f"seeds {args.first_seed}-{args.last_seed - 1}, {where}, unseen_travel_m {unseen}"
           + (f" within {within:g} m of the start" if unseen is not None and within is not None else "")
           + f", unknown_creep_m {flown.get('unknown_creep_m')}, "

@@ -47,7 +47,7 @@ def _aim_and_bearing(rng, centre, half):
 
 def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None = None, time_s: float = 5.0,
                  any_bearing: bool = False, backup: dict | None = None, section: dict | None = None, heading=None,
-                 at_start: bool = False):
+                 at_start: bool = False, past_corner: bool = False):
     """A hostile planner drives the goto skill straight at a box the shield's world file does not hold
     (the room is unmapped: the shield gets the fence only); one horizontal ranger faces the way it flies.
     ``any_bearing``: from a random direction at a random point of the box (a corner, an edge, a face) with a random
@@ -57,7 +57,12 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
     level trained with one. ``at_start``: the flight starts near the box (0.3-0.6 m of clearance, beyond the collision
     radius, from where the line from the aimed point leaves the box) with a yaw that puts the way to it between two rangers' cones (the diagonal, within 15 degrees): nothing has been
     seen of it when the robot sets off (the learned level's one contact, benchmarks/README.md). None when the seed
-    gives no free run-up (draw again)."""
+    gives no free run-up (draw again). ``past_corner``: the planner flies an arc (radius 0.4-2 m, either way round)
+    that runs through a corner of the box, 1.2-2 m of arc from the start; with the heading loop the robot turns along
+    the arc, so the corner, on the inside of the turn, can stay off its yaw, between the front cone and a side cone,
+    until it is there (the geometry of the contact the ``unknown`` rule was written for, benchmarks/README.md "Issue
+    #19: where no cone has looked"; what gets through is the walk of "Issue #19: the hold's ratchet, and stall
+    escapes")."""
     from robot_hrl.runtime.heading import heading_loop
     from sim.pybullet import PyBulletQuadrotorSim
     from sim.pybullet.ranging import PyBulletRangers, build_enclosure
@@ -97,6 +102,23 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
         toward = -out
         yaw = math.atan2(toward[1], toward[0]) + math.pi / 4 + int(rng.integers(4)) * math.pi / 2 \
             + math.radians(float(rng.uniform(-15.0, 15.0)))
+    arc = None
+    if past_corner:
+        corner = centre + half * rng.choice([-1.0, 1.0], size=2)
+        aim = corner - 0.03 * np.sign(corner - centre)                 # just inside the box, at the corner
+        turn = float(rng.choice([-1.0, 1.0]))                          # +1: counter-clockwise (a left turn)
+        outward = math.atan2(*(corner - centre)[::-1])                  # the corner's diagonal, out of the box
+        # the tangent at the corner runs across the diagonal, the turn toward the box: the box is on the inside of the
+        # turn, the corner ahead of the robot 15-35 degrees off its yaw for the last metre
+        tangent = outward + turn * math.pi / 2 + math.radians(float(rng.uniform(-30.0, 30.0)))
+        radius = float(rng.uniform(0.4, 2.0))
+        centre_arc = aim + turn * radius * np.array([-math.sin(tangent), math.cos(tangent)])
+        phi_aim = math.atan2(*(aim - centre_arc)[::-1])
+        phi_start = phi_aim - turn * float(rng.uniform(1.2, 2.0)) / radius
+        start = centre_arc + radius * np.array([math.cos(phi_start), math.sin(phi_start)])
+        arc = (centre_arc, radius, turn)
+        yaw = phi_start + turn * math.pi / 2                           # facing along the arc
+        toward = np.array([math.cos(yaw), math.sin(yaw)])
     z = 1.0
     start_w = np.array([start[0], start[1], z])
     lo, hi = np.array(unmapped.bounds.min), np.array(unmapped.bounds.max)
@@ -122,6 +144,10 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
                     unit.update(spec.name, float(r), now)
             if k % 50 == 0:                                         # the hostile planner: 1 m further toward the box
                 subgoal = np.array([*(state.position_w[:2] + toward * 1.0), z])
+                if arc is not None:                                 # or 1 m further along the arc
+                    c, radius, turn = arc
+                    phi = math.atan2(*(state.position_w[:2] - c)[::-1]) + turn * 1.0 / radius
+                    subgoal = np.array([*(c + radius * np.array([math.cos(phi), math.sin(phi)])), z])
                 if shield is not None:
                     subgoal, _ = shield.filter_subgoal(subgoal, state.position_w, now)
             actions = policy.step(state, subgoal) if yaw_loop is None else yaw_loop.step(policy, state, subgoal)
