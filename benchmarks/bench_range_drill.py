@@ -43,12 +43,13 @@ def main(argv=None) -> int:
                          "(sim.navigate_shield.RANGE_SHIELD_BACKUP)")
     ap.add_argument("--time-s", type=float, default=5.0,
                     help="how long each flight lasts, s (the test's 5; longer: a slow walk toward the box has time to arrive)")
-    ap.add_argument("--along-axis", action="store_true", help="fly along a ranger's axis instead of from any bearing")
-    ap.add_argument("--at-start", action="store_true",
-                    help="start 0.3-0.6 m from the box, the way to it between two rangers' cones (nothing seen of it yet)")
-    ap.add_argument("--past-corner", action="store_true",
-                    help="fly an arc (radius 0.4-2 m) through a corner of the box instead of a line; with --heading-from the "
-                         "robot turns along it, so the corner can stay between two cones")
+    mode = ap.add_mutually_exclusive_group()  # how the hostile planner flies at the box (default: from any bearing)
+    mode.add_argument("--along-axis", action="store_true", help="fly along a ranger's axis instead of from any bearing")
+    mode.add_argument("--at-start", action="store_true",
+                      help="start 0.3-0.6 m from the box, the way to it between two rangers' cones (nothing seen of it yet)")
+    mode.add_argument("--past-corner", action="store_true",
+                      help="fly an arc (radius 0.4-2 m) through a corner of the box instead of a line; with --heading-from the "
+                           "robot turns along it, so the corner can stay between two cones")
     ap.add_argument("--unseen-travel-m", default=None, metavar="M|off",
                     help="override range_obstacles.unseen_travel_m (the stopping travel allowed toward a bearing no cone "
                          "has swept); off: the rule is off; default: the range source's (RANGE_SHIELD_SECTION)")

@@ -63,6 +63,8 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
     until it is there (the geometry of the contact the ``unknown`` rule was written for, benchmarks/README.md "Issue
     #19: where no cone has looked"; what gets through is the walk of "Issue #19: the hold's ratchet, and stall
     escapes")."""
+    if any_bearing + at_start + past_corner > 1:
+        raise ValueError("fly_at_a_box: any_bearing, at_start and past_corner are different flights; ask for one at most")
     from robot_hrl.runtime.heading import heading_loop
     from sim.pybullet import PyBulletQuadrotorSim
     from sim.pybullet.ranging import PyBulletRangers, build_enclosure
@@ -118,7 +120,6 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
         start = centre_arc + radius * np.array([math.cos(phi_start), math.sin(phi_start)])
         arc = (centre_arc, radius, turn)
         yaw = phi_start + turn * math.pi / 2                           # facing along the arc
-        toward = np.array([math.cos(yaw), math.sin(yaw)])
     z = 1.0
     start_w = np.array([start[0], start[1], z])
     lo, hi = np.array(unmapped.bounds.min), np.array(unmapped.bounds.max)
@@ -143,8 +144,9 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
                         continue                                    # the facing ranger goes silent
                     unit.update(spec.name, float(r), now)
             if k % 50 == 0:                                         # the hostile planner: 1 m further toward the box
-                subgoal = np.array([*(state.position_w[:2] + toward * 1.0), z])
-                if arc is not None:                                 # or 1 m further along the arc
+                if arc is None:
+                    subgoal = np.array([*(state.position_w[:2] + toward * 1.0), z])
+                else:                                               # or 1 m further along the arc
                     c, radius, turn = arc
                     phi = math.atan2(*(state.position_w[:2] - c)[::-1]) + turn * 1.0 / radius
                     subgoal = np.array([*(c + radius * np.array([math.cos(phi), math.sin(phi)])), z])

@@ -40,6 +40,8 @@ def test_a_short_drill_prints_its_counts():
     (("--unseen-within-m", "0"), "--unseen-within-m must be a distance in metres > 0"),
     (("--unknown-creep-m", "-0.1"), "--unknown-creep-m must be a distance in metres >= 0 or 'off'"),
     (("--unknown-creep-m", "slow"), "--unknown-creep-m must be a distance in metres >= 0 or 'off'"),
+    (("--past-corner", "--at-start"), "not allowed with argument"),
+    (("--along-axis", "--past-corner"), "not allowed with argument"),
 ])
 def test_bad_arguments_are_refused_with_the_fix(args, message):
     proc = _run(*args)

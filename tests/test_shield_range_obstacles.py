@@ -147,3 +147,12 @@ def test_an_arc_past_a_corner_under_the_heading_loop_is_stopped_short_of_the_box
     bare = drill_runs(policy, (), 16, 300, past_corner=True, heading=heading)
     assert [r["start"].tolist() for r in bare] == [r["start"].tolist() for r in shipped]  # the same flights
     assert sum(r["collided"] for r in bare) >= 14, bare
+
+
+def test_the_drill_flies_one_kind_of_flight_at_a_time(policy):
+    """``fly_at_a_box``'s flights (from any bearing, at the start, past a corner) are different draws of the same seed;
+    two at once is refused before anything flies, with what to do."""
+    with pytest.raises(ValueError, match="ask for one at most"):
+        fly_at_a_box(policy, 300, ("range_obstacles",), at_start=True, past_corner=True)
+    with pytest.raises(ValueError, match="ask for one at most"):
+        fly_at_a_box(policy, 300, (), any_bearing=True, past_corner=True)
