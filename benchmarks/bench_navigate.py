@@ -33,13 +33,24 @@ def load1() -> float:
 
 
 def inference_time_us(session, n_obs: int, repeats: int = 2000) -> dict:
+    """One decision of the level through onnxruntime (a recurrent level's state fed back, as the runtime does)."""
     x = np.random.default_rng(0).normal(size=(1, n_obs)).astype(np.float32)
+    inputs = session.get_inputs()
+    feed = {"obs": x}
+    if len(inputs) > 1:  # (the contract's recurrent state: [1, 1, H])
+        feed[inputs[1].name] = np.zeros((1, 1, int(inputs[1].shape[-1])), np.float32)
+
+    def decide():
+        out = session.run(None, feed)
+        if len(out) > 1:
+            feed[inputs[1].name] = out[1]
+
     for _ in range(50):
-        session.run(None, {"obs": x})
+        decide()
     t = []
     for _ in range(repeats):
         s = time.perf_counter()
-        session.run(None, {"obs": x})
+        decide()
         t.append(time.perf_counter() - s)
     t = np.array(t) * 1e6
     return {"p50_us": float(np.percentile(t, 50)), "p99_us": float(np.percentile(t, 99)), "load1": load1()}
@@ -100,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
                                       "navigate batched, range shield: success by density")))
     if args.pybullet_rooms > 0:
         pb_rooms = [generate_room(d, s, "eval") for d in DENSITY_NAMES for s in room_seeds("eval", args.pybullet_rooms)]
-        planners = {"learned": lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0],
+        from robot_hrl.planning.learned import session_act
+
+        planners = {"learned": session_act(session, contract, args.model),
                     "reactive": lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()}
         t = time.perf_counter()
         out["pybullet"] = evaluate_pybullet(planners, pb_rooms, args.skill, contracts={"learned": contract})

@@ -133,7 +133,7 @@ def run(model: str, skill: str, rooms, seed: int = 0, clearance_m: float = 0.1, 
     from sim.envs.navigate_env import NavigateEnv
     from sim.envs.navigate_env_cfg import NavigateEnvCfg, NavigateHeadingCfg, NavigateTrailCfg
     from sim.envs.terms.navigate_observations import yaw_from_quat
-    from sim.evaluate_navigate import TIME_LIMIT_S, load_learned, stuck
+    from sim.evaluate_navigate import TIME_LIMIT_S, BatchedLevel, load_learned, stuck
 
     contract, session = load_learned(model, skill)
     names = [t.name for t in contract.observations]
@@ -148,6 +148,7 @@ def run(model: str, skill: str, rooms, seed: int = 0, clearance_m: float = 0.1, 
     env = NavigateEnv(cfg, num_envs=len(rooms), seed=seed, pool=RoomPool.from_rooms(rooms))
     env.forced_rooms = torch.arange(len(rooms))
     obs = env.reset()
+    level = BatchedLevel(session)  # (a recurrent level's state carried from decision to decision)
     radius = float(env.robot.collision_radius_m)
     n = len(rooms)
     finished = torch.zeros(n, dtype=torch.bool)
@@ -159,7 +160,7 @@ def run(model: str, skill: str, rooms, seed: int = 0, clearance_m: float = 0.1, 
         v0 = env.low.linear_velocity_w.clone().numpy()
         yaw0 = yaw_from_quat(env.low.quat_wxyz).numpy().copy()
         trail.append(p0[:, :2].copy())
-        actions = torch.from_numpy(session.run(None, {"obs": o})[0])
+        actions = level(env, obs["policy"])
         sub = subgoals_w(env, actions).numpy()  # the env's own mapping (a done env's subgoal_w is reset by step)
         obs, _, dones, extras = env.step(actions)
         e = extras["episode_end"]

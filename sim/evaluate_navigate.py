@@ -163,6 +163,8 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
 
             env.shield = BatchedShield(env, rooms, OnnxPolicy(skill_path, provider="cpu"), seed=seed, active=~finished)
         obs = env.reset()
+        if hasattr(planner, "reset"):  # (a recurrent level's state: zeros at the batch's first decision)
+            planner.reset()
         records: list[dict | None] = [None] * len(rooms)
         infer_s, decisions = 0.0, 0
         visited_xy: list[torch.Tensor] = []  # (N, 2) at every decision: a time-out's last seconds say dead end or not
@@ -197,6 +199,35 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
     return results
 
 
+class BatchedLevel:
+    """An exported level flying a batch, one decision per call (``fn(env, obs) -> actions``). A recurrent level's graph
+    takes its state beside the observation (the contract's ``recurrent``: ``h_in`` -> ``h_out``); this carries it
+    from call to call, zeros after ``reset`` (evaluate_batched resets it before a batch's first decision; a flight
+    ended in the batch is not flown again)."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+        inputs = {i.name: i for i in session.get_inputs()}
+        self.state_input = next((n for n in inputs if n != "obs"), None)
+        self.state_output = session.get_outputs()[1].name if self.state_input else None
+        self.hidden_size = int(inputs[self.state_input].shape[-1]) if self.state_input else 0
+        self.state: np.ndarray | None = None
+
+    def reset(self) -> None:
+        self.state = None
+
+    def __call__(self, env, obs):
+        import torch
+
+        x = obs.numpy().astype(np.float32)
+        if self.state_input is None:
+            return torch.from_numpy(self.session.run(None, {"obs": x})[0])
+        if self.state is None or self.state.shape[1] != x.shape[0]:
+            self.state = np.zeros((1, x.shape[0], self.hidden_size), np.float32)
+        actions, self.state = self.session.run(None, {"obs": x, self.state_input: self.state})
+        return torch.from_numpy(actions)
+
+
 def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0) -> dict:
     import torch
 
@@ -204,9 +235,7 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
 
     planners = {}
     if learned_session is not None:
-        def learned(env, obs):
-            return torch.from_numpy(learned_session.run(None, {"obs": obs.numpy().astype(np.float32)})[0])
-        planners["learned"] = learned
+        planners["learned"] = BatchedLevel(learned_session)
     planners["reactive"] = lambda env, obs: reactive_potential_field(obs)
     carrot = SymbolicCarrot(rooms, max_offset_m)
     planners["symbolic_full_map"] = lambda env, obs: carrot(env.room, env.low.position_w, env.low.quat_wxyz)
@@ -504,7 +533,9 @@ def main(argv: list[str] | None = None) -> int:
         from sim.navigate_baselines import reactive_potential_field
         planners = {}
         if session is not None:
-            planners["learned"] = lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0]
+            from robot_hrl.planning.learned import session_act
+
+            planners["learned"] = session_act(session, contract, args.model)
         planners["reactive"] = lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()
         results = evaluate_pybullet(chosen(planners), rooms, args.skill, args.seed,
                                     {"learned": contract} if session is not None else None, shielded=args.range_shield,

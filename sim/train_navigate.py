@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PPO's starting learning rate (default the cfg's 1e-3; the adaptive schedule moves it): lower for a "
                         "fine-tune on few environments (at 96 shielded environments 1e-3 collapsed the shipped level's "
                         "training success from 0.9 to 0.2 in three iterations)")
+    p.add_argument("--memory-gru", type=int, default=0, metavar="H",
+                   help="the level keeps a GRU memory of H units beside its MLP (sim/agents/memory_model.py; rsl_rl's recurrent "
+                        "PPO); with --init-onnx of a feed-forward level the memory's columns start at zero weight (0: none)")
     p.add_argument("--export", default=None, metavar="ONNX", help="export the final policy to this .onnx")
     return p
 
@@ -100,6 +103,8 @@ def check_args(args) -> None:
         raise SystemExit("--init-onnx and --resume both give the actor: choose one")
     if not 0 <= args.range_shield_envs <= args.num_envs:
         raise SystemExit(f"--range-shield-envs {args.range_shield_envs}: give 0 (no shield) to --num-envs ({args.num_envs})")
+    if args.memory_gru < 0:
+        raise SystemExit(f"--memory-gru {args.memory_gru}: give 0 (no memory) or the GRU's units, e.g. 32")
     if args.critic_warmup < 0:
         raise SystemExit(f"--critic-warmup {args.critic_warmup}: give 0 (none) or more iterations")
     for flag, value in (("--learning-rate", args.learning_rate), ("--init-std", args.init_std)):
@@ -188,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         env.reset()
     setup_s = time.perf_counter() - t0
     (run_dir / "navigate_contract.json").write_text(env.contract.to_json())
-    train_cfg = ppo_navigate_cfg()
+    train_cfg = ppo_navigate_cfg(args.memory_gru)
     if args.learning_rate is not None:
         train_cfg["algorithm"]["learning_rate"] = args.learning_rate
     (run_dir / "train_cfg.json").write_text(json.dumps(train_cfg, indent=1))
@@ -235,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         dagger["wall_s"] = time.perf_counter() - start
         runner.save(str(run_dir / "model_0.pt"))
         env.reset()
+        runner.alg.actor.reset()  # (a recurrent level's state: the new flights start from zeros)
     done_it, chunk = 0, 10
     if args.critic_warmup > 0:
         actor_params = list(runner.alg.actor.parameters())

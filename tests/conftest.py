@@ -54,3 +54,12 @@ def level_with_heading(tmp_path):
         return tmp_path / name
 
     return make
+
+
+@pytest.fixture(scope="session")
+def recurrent_run(tmp_path_factory, repo_root):
+    """The run directory of a small recurrent navigate level (tests/recurrent_level.py), its export at ``nav.onnx``:
+    built once for every test file that flies it."""
+    from recurrent_level import build_recurrent_level
+
+    return build_recurrent_level(tmp_path_factory.mktemp("nav_gru"), repo_root)

@@ -26,6 +26,32 @@ from deploy.onnx_export.exporter import _torch_to_onnx, _write_metadata
 from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
 
 
+class RecurrentExportable(torch.nn.Module):
+    """A recurrent level's deterministic step, clipped as ``ExportableActor`` clips: (obs, h_in) -> (actions, h_out)."""
+
+    def __init__(self, actor) -> None:
+        super().__init__()
+        self.policy = actor.as_onnx(verbose=False)
+        self.policy.eval()
+        self.n_obs, self.hidden_size = self.policy.input_size, self.policy.hidden_size
+
+    def forward(self, obs: torch.Tensor, h_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        actions, h_out = self.policy(obs, h_in)
+        return torch.clamp(actions, -1.0, 1.0), h_out
+
+
+def _recurrent_to_onnx(module: RecurrentExportable, path: Path) -> None:
+    """The recurrent graph: ``obs [batch, n_obs], h_in [1, batch, H] -> actions, h_out`` (the TorchScript exporter:
+    its GRU op is ONNX's own)."""
+    from deploy.onnx_export.exporter import OPSET
+
+    dummy = (torch.zeros(2, module.n_obs), torch.zeros(1, 2, module.hidden_size))
+    torch.onnx.export(module, dummy, str(path), input_names=["obs", "h_in"], output_names=["actions", "h_out"],
+                      opset_version=OPSET, dynamic_axes={"obs": {0: "batch"}, "h_in": {1: "batch"},
+                                                         "actions": {0: "batch"}, "h_out": {1: "batch"}},
+                      dynamo=False)
+
+
 def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-5, checkpoint: str | None = None) -> Path:
     from rsl_rl.runners import OnPolicyRunner  # noqa: F401  (the checkpoint's classes)
 
@@ -47,11 +73,22 @@ def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-
     obs = {"policy": torch.zeros(1, contract.observation_size)}
     from tensordict import TensorDict
     from rsl_rl.models import MLPModel as Model
+    from rsl_rl.utils import resolve_callable
+
+    if cfg["actor"].get("class_name", "MLPModel") != "MLPModel":
+        Model = resolve_callable(cfg["actor"]["class_name"])
     model = Model(TensorDict(obs, batch_size=[1]), {"actor": ["policy"]}, "actor", 2, **{k: v for k, v in cfg["actor"].items() if k != "class_name"})
     model.load_state_dict(state)
-    module = ExportableActor(model)
     out.parent.mkdir(parents=True, exist_ok=True)
-    _torch_to_onnx(module, out)
+    if getattr(model, "is_recurrent", False):
+        from robot_hrl.contract.navigate import RecurrentSpec
+
+        module = RecurrentExportable(model)
+        contract = contract.model_copy(update={"recurrent": RecurrentSpec(hidden_size=module.hidden_size)})
+        _recurrent_to_onnx(module, out)
+    else:
+        module = ExportableActor(model)
+        _torch_to_onnx(module, out)
     metadata = {NAVIGATE_METADATA_KEY: contract.to_json(),
                 "robot_hrl.provenance.checkpoint": json.dumps({"file": checkpoints[-1].name, "run_dir": str(run_dir)}),
                 "robot_hrl.provenance.export": json.dumps({"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(),
@@ -61,10 +98,22 @@ def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-
     _write_metadata(out, metadata, "robot_hrl navigate level: goal, ranges, velocity, last subgoal -> next subgoal offset")
     rng = np.random.default_rng(0)
     x = rng.normal(size=(512, contract.observation_size)).astype(np.float32)
-    with torch.no_grad():
-        ref = module(torch.from_numpy(x)).numpy()
-    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"obs": x})[0]
-    err = float(np.max(np.abs(ref - got)))
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    if contract.recurrent is None:
+        with torch.no_grad():
+            ref = module(torch.from_numpy(x)).numpy()
+        got = session.run(None, {"obs": x})[0]
+        err = float(np.max(np.abs(ref - got)))
+    else:  # a sequence of decisions, the state carried: onnxruntime's against torch's
+        h_t = torch.zeros(1, 64, module.hidden_size)
+        h_o = h_t.numpy().copy()
+        err = 0.0
+        for k in range(8):
+            xk = x[64 * k:64 * (k + 1)]
+            with torch.no_grad():
+                ref, h_t = module(torch.from_numpy(xk), h_t)
+            got, h_o = session.run(None, {"obs": xk, contract.recurrent.input_name: h_o})
+            err = max(err, float(np.max(np.abs(ref.numpy() - got))), float(np.max(np.abs(h_t.numpy() - h_o))))
     if err > tolerance:
         raise ExportError(f"onnxruntime differs from torch by {err:.2e} (> {tolerance}); the export is broken")
     out.with_name(out.name + ".sha256").write_text(f"{hashlib.sha256(out.read_bytes()).hexdigest()}  {out.name}\n")

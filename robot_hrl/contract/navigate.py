@@ -16,6 +16,7 @@ Its contract is a :class:`NavigateContract`:
 - ``sensors``: the range sensors in the order of the ``ranges_m`` term, and the suite's hash.
 - ``memory``: the range memory's parameters (robot_hrl.sensing.memory; the ``range_memory_yaw`` term).
 - ``heading``: how the yaw is steered under the level (robot_hrl.runtime.heading), when it is.
+- ``recurrent``: the state a recurrent level carries from one decision to the next, when it has one.
 - ``decision_rate_hz``: how often the level decides.
 
 Every contract is stored under the one metadata key (``robot_hrl.contract``);
@@ -101,6 +102,19 @@ class HeadingSpec(BaseModel):
         "plain PD. 0: no limit (the PD alone; its rate command reaches max_rate_radps + w_n max_error_rad / (2 zeta))"))
 
 
+class RecurrentSpec(BaseModel):
+    """A level that keeps a recurrent state between its decisions (a GRU beside its MLP: sim/agents/memory_model.py):
+    the graph takes ``input_name`` [1, batch, hidden_size] beside ``obs`` and returns ``output_name`` of the same shape
+    beside ``actions``; the runtime feeds each decision's output to the next and starts from zeros at every new goal."""
+
+    model_config = _FROZEN
+    kind: Literal["gru"] = "gru"
+    hidden_size: int = Field(gt=0, le=1024, description="the state's size")
+    input_name: str = "h_in"
+    output_name: str = "h_out"
+    reset: Literal["new_goal"] = Field("new_goal", description="the state is zeros at the first decision toward a goal")
+
+
 def navigate_observation_terms(max_range_m: float, num_ranges: int, max_offset_m: float,
                                memory: RangeMemorySpec | None = None,
                                trail: TrailSpec | None = None) -> tuple[ObservationTerm, ...]:
@@ -180,6 +194,8 @@ class NavigateContract(BaseModel):
     trail: TrailSpec | None = None
     heading: HeadingSpec | None = None
     """The yaw loop the level was trained with (None: the yaw is left as the goto skill holds it)."""
+    recurrent: RecurrentSpec | None = None
+    """The level's state between decisions (None: a feed-forward level, each decision from its observation alone)."""
     conventions: Conventions = Conventions()
 
     @model_validator(mode="after")

@@ -23,8 +23,9 @@ from robot_hrl.errors import ContractError, ObservationError
 from robot_hrl.sensing.memory import RangeMemory
 from robot_hrl.sensing.range import RangeSensorSpec
 
-Act = Callable[[np.ndarray], np.ndarray]
-"""(1, observation size) float32 -> (1, 2) normalized actions."""
+Act = Callable[..., np.ndarray]
+"""(1, observation size) float32 -> (1, 2) normalized actions; for a recurrent level (the contract's ``recurrent``)
+(observation, state [1, 1, H]) -> (actions, next state)."""
 
 
 class LearnedNavigator:
@@ -44,6 +45,11 @@ class LearnedNavigator:
         self.last_subgoal_w: np.ndarray | None = None
         self.ranges_m = np.full(len(sensors), np.inf)
         self.decisions = 0
+        self.state: np.ndarray | None = None
+        """A recurrent level's state after its last decision (None: zeros at the next; always None for a feed-forward
+        level)."""
+        self.state_goal_w: np.ndarray | None = None
+        """The goal the state was built toward: a new goal starts from zeros (the contract's ``recurrent.reset``)."""
 
     @classmethod
     def load(cls, model_path: str | Path, robot, skill_model_path: str | Path, provider: str = "cpu") -> "LearnedNavigator":
@@ -64,12 +70,7 @@ class LearnedNavigator:
             raise ContractError("the navigation model does not fit this robot: " + "; ".join(problems))
         providers = ["CPUExecutionProvider"] if provider == "cpu" else None
         session = ort.InferenceSession(str(model_path), providers=providers)
-        name = session.get_inputs()[0].name
-
-        def act(obs: np.ndarray) -> np.ndarray:
-            return session.run(None, {name: obs.astype(np.float32)})[0]
-
-        return cls(contract, robot_range_sensors(robot), act)
+        return cls(contract, robot_range_sensors(robot), session_act(session, contract, model_path))
 
     def reset(self) -> None:
         """A new episode or task: forget the memory and the last subgoal."""
@@ -79,6 +80,7 @@ class LearnedNavigator:
             self.trail.reset()
         self.last_subgoal_w = None
         self.ranges_m = np.full(len(self.sensors), np.inf)
+        self.state = self.state_goal_w = None
 
     def sense(self, position_w, quat_wxyz, ranges_m) -> None:
         """The latest reading of every ranger (the contract's sensor order), at the memory's update rate."""
@@ -105,12 +107,41 @@ class LearnedNavigator:
         obs = self.observation(position_w, quat_wxyz, linear_velocity_w, goal_w)
         if self.trail is not None:  # after the observation: the trail holds where the robot was (the batched twin's order)
             self.trail.add_points_w(np.asarray(position_w, dtype=np.float64)[None, None, :2], np.ones((1, 1), dtype=bool))
-        action = np.asarray(self.act(obs[None]), dtype=np.float64).reshape(-1, 2)[0]
+        spec = self.contract.recurrent
+        if spec is None:
+            action = self.act(obs[None])
+        else:
+            goal = np.asarray(goal_w, dtype=np.float64)
+            if self.state is None or self.state_goal_w is None or not np.array_equal(goal, self.state_goal_w):
+                self.state, self.state_goal_w = np.zeros((1, 1, spec.hidden_size), np.float32), goal.copy()
+            action, self.state = self.act(obs[None], self.state)
+        action = np.asarray(action, dtype=np.float64).reshape(-1, 2)[0]
         subgoal = subgoal_from_action(action, np.asarray(position_w, dtype=np.float64), np.asarray(quat_wxyz, dtype=np.float64),
                                       self.contract)
         self.last_subgoal_w = subgoal
         self.decisions += 1
         return subgoal
+
+
+def session_act(session, contract: NavigateContract, model_path: str | Path = "the level") -> Act:
+    """The level's :data:`Act` on an onnxruntime session: ``act(obs)``, or for a recurrent contract
+    ``act(obs, state) -> (actions, state)``. ContractError when the graph's inputs are not what the contract says (the
+    observation, and the state's input when it is recurrent)."""
+    inputs = [i.name for i in session.get_inputs()]
+    name = inputs[0]
+    spec = contract.recurrent
+    wanted = [name] if spec is None else [name, spec.input_name]
+    if inputs != wanted:
+        raise ContractError(f"{model_path}: the graph takes inputs {inputs}, its contract says {wanted} (recurrent: "
+                            f"{spec is not None}); the file was changed after export: export the level again")
+
+    def act(obs: np.ndarray, state: np.ndarray | None = None):
+        if spec is None:
+            return session.run(None, {name: obs.astype(np.float32)})[0]
+        actions, state = session.run(None, {name: obs.astype(np.float32), spec.input_name: state})
+        return actions, state
+
+    return act
 
 
 def range_for_observation(spec: RangeSensorSpec, range_m: float) -> float:

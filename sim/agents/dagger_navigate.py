@@ -63,12 +63,42 @@ def fit_student(actor, opt, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, c
     return loss_value
 
 
+def fit_student_sequences(actor, opt, chunks: list[dict], cfg: DaggerCfg) -> float:
+    """The recurrent student's fit: ``cfg.epochs`` passes of weighted MSE through time over the aggregated chunks
+    (each a rollout of ``steps_per_env`` decisions: ``obs`` [T, N, D], ``act`` [T, N, 2], ``w`` [T, N], ``dones``
+    [T, N], ``h0`` the student's state before it), minibatches of whole trajectories; the last minibatch's loss."""
+    obs = torch.cat([c["obs"] for c in chunks], dim=1)
+    act = torch.cat([c["act"] for c in chunks], dim=1)
+    w = torch.cat([c["w"] for c in chunks], dim=1)
+    w = w / w.mean()
+    dones = torch.cat([c["dones"] for c in chunks], dim=1)
+    h0 = torch.cat([c["h0"] for c in chunks], dim=1)
+    per_batch = max(1, cfg.minibatch // obs.shape[0])  # trajectories per minibatch: about cfg.minibatch decisions
+    loss_value = float("nan")
+    for _ in range(cfg.epochs):
+        perm = torch.randperm(obs.shape[1])
+        for k in range(0, len(perm), per_batch):
+            idx = perm[k:k + per_batch]
+            pred = actor.sequence_output(obs[:, idx], h0[:, idx], dones[:, idx])
+            loss = (((pred - act[:, idx]) ** 2).mean(-1) * w[:, idx]).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            loss_value = float(loss.detach())
+    return loss_value
+
+
 def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, on_iteration=None, should_stop=None,
                on_checkpoint=None) -> dict:
     """Pre-train ``actor`` (rsl_rl MLPModel) on ``env`` (NavigateEnv) from ``expert`` (GeodesicExpert);
     ``on_iteration(it)`` after each iteration (the trainer saves a checkpoint: a run stopped early keeps its work);
     ``should_stop()`` true ends the pre-training after the current iteration (the trainer's wall-time budget)."""
-    opt = torch.optim.Adam(actor.mlp.parameters(), lr=cfg.learning_rate)
+    recurrent = bool(getattr(actor, "is_recurrent", False))
+    params = list(actor.mlp.parameters()) + (list(actor.rnn.parameters()) if recurrent else [])
+    opt = torch.optim.Adam(params, lr=cfg.learning_rate)
+    chunks: list[dict] = []  # (recurrent: whole rollouts, the fit runs through time)
+    if recurrent:
+        actor.reset()
     data_obs: list[torch.Tensor] = []
     data_act: list[torch.Tensor] = []
     data_w: list[torch.Tensor] = []
@@ -80,6 +110,11 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
         if should_stop is not None and should_stop():
             break
         beta = max(0.0, 1.0 - it / cfg.beta_decay_iterations) if cfg.beta_decay_iterations > 0 else 0.0
+        first, chunk_dones = len(data_obs), []
+        if recurrent:
+            state = actor.get_hidden_state()
+            h0 = (torch.zeros(actor.rnn.rnn.num_layers, env.num_envs, actor.rnn.rnn.hidden_size) if state is None
+                  else state.detach().clone())
         for _ in range(cfg.steps_per_env):
             low = env.low
             label = expert(env.room, low.position_w, low.quat_wxyz, env.goal_w, env.subgoal_w[:, :2])
@@ -95,15 +130,30 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
                 data_w.append(torch.ones(env.num_envs))
             mix = torch.rand(env.num_envs, 1) < beta
             obs, _, dones, extras = env.step(torch.where(mix, label, student))
+            if recurrent:
+                actor.reset(dones)  # (a done environment's next decision starts a new flight from zeros)
+                chunk_dones.append(dones.bool().clone())
             ended = dones.bool()
             if ended.any():
                 successes.extend(extras["episode_end"]["success"][ended].float().tolist())
-        x, y, w = torch.cat(data_obs), torch.cat(data_act), torch.cat(data_w)
-        if len(x) > cfg.dataset_size:
-            x, y, w = x[-cfg.dataset_size:], y[-cfg.dataset_size:], w[-cfg.dataset_size:]
-            data_obs, data_act, data_w = [x], [y], [w]
-        w = w / w.mean()  # the weighted fit keeps the plain fit's scale
-        loss_value = fit_student(actor, opt, x, y, w, cfg)
+        if recurrent:
+            chunks.append({"obs": torch.stack(data_obs[first:]), "act": torch.stack(data_act[first:]),
+                           "w": torch.stack(data_w[first:]), "dones": torch.stack(chunk_dones), "h0": h0})
+            del data_obs[first:], data_act[first:], data_w[first:]
+            while len(chunks) > 1 and sum(c["obs"].shape[0] * c["obs"].shape[1] for c in chunks) > cfg.dataset_size:
+                chunks.pop(0)
+            x = torch.zeros(sum(c["obs"].shape[0] * c["obs"].shape[1] for c in chunks))  # (the count reported)
+            w = torch.cat([c["w"].reshape(-1) for c in chunks])
+            hidden = actor.get_hidden_state()
+            loss_value = fit_student_sequences(actor, opt, chunks, cfg)
+            actor.reset(None, None if hidden is None else hidden.detach())  # (acting goes on from where it was)
+        else:
+            x, y, w = torch.cat(data_obs), torch.cat(data_act), torch.cat(data_w)
+            if len(x) > cfg.dataset_size:
+                x, y, w = x[-cfg.dataset_size:], y[-cfg.dataset_size:], w[-cfg.dataset_size:]
+                data_obs, data_act, data_w = [x], [y], [w]
+            w = w / w.mean()  # the weighted fit keeps the plain fit's scale
+            loss_value = fit_student(actor, opt, x, y, w, cfg)
         recent = successes[-400:]
         rate = sum(recent) / len(recent) if recent else float("nan")
         if writer is not None:

@@ -45,5 +45,14 @@ PPO_NAVIGATE: dict[str, Any] = {
 }
 
 
-def ppo_navigate_cfg() -> dict[str, Any]:
-    return copy.deepcopy(PPO_NAVIGATE)
+MEMORY_ACTOR_CLASS = "sim.agents.memory_model:MemoryMLPModel"
+"""The actor with a GRU beside its MLP (``--memory-gru``)."""
+
+
+def ppo_navigate_cfg(memory_gru: int = 0) -> dict[str, Any]:
+    """The cfg; ``memory_gru`` > 0: the actor keeps a GRU memory of that many units beside its MLP
+    (``sim/agents/memory_model.py``), and rsl_rl's PPO runs recurrent."""
+    cfg = copy.deepcopy(PPO_NAVIGATE)
+    if memory_gru > 0:
+        cfg["actor"].update(class_name=MEMORY_ACTOR_CLASS, rnn_type="gru", rnn_hidden_dim=memory_gru, rnn_num_layers=1)
+    return cfg

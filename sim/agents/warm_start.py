@@ -97,6 +97,11 @@ def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, norm
         weights["obs_std_plus_eps"] = np.concatenate((np.asarray(weights["obs_std_plus_eps"]).reshape(-1), half + NORMALIZER_EPS))
         print(f"warm start: {[t.name for t in appended]} ({extra} inputs) appended after the file's observation, at zero weight")
     state = actor.state_dict()
+    memory = state["mlp.0.weight"].shape[1] - int(np.asarray(weights["policy.mlp.0.weight"]).shape[1])
+    if memory > 0 and "rnn.rnn.weight_hh_l0" in state:
+        w0 = np.asarray(weights["policy.mlp.0.weight"])
+        weights["policy.mlp.0.weight"] = np.concatenate((w0, np.zeros((w0.shape[0], memory), np.float32)), axis=1)
+        print(f"warm start: the actor's memory ({memory} units) beside the file's MLP, at zero weight")
     fill_actor(state, weights, std, normalizer_count)
     actor.load_state_dict(state)
 
