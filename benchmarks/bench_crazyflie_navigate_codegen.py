@@ -13,6 +13,8 @@ Generates both levels (``robot-hrl export-c GOTO --navigate LEVEL``) and prints:
   nav_dense, plus the memory's work), its share of the core at its decision rate, both levels' share together;
 - an independent check of the time: instructions the Cortex-M4 build executes per worst-case decision under QEMU
   (one instruction per translation block, every execution logged), a floor of the cycles.
+A recurrent level (its contract's ``recurrent``: a GRU beside the MLP) is checked over its state too: the network
+over steps with the state fed back, the decisions over episodes of three goals each (the state from zeros at each).
 Needs gcc, arm-none-eabi-gcc and (for the QEMU rows) qemu-system-arm.
 """
 
@@ -33,6 +35,7 @@ from deploy.crazyflie import navigate_parity as nav_parity  # noqa: E402
 from deploy.crazyflie.c_navigate import NAV_TASK_SOURCES  # noqa: E402
 from deploy.crazyflie.codegen import generate_project  # noqa: E402
 from deploy.crazyflie.cost import CPU_HZ, cycle_models_from_object, inference_cost, navigate_decision_cost  # noqa: E402
+from deploy.crazyflie.graph import Gru  # noqa: E402
 from deploy.crazyflie.example_model import random_observations  # noqa: E402
 from deploy.crazyflie.host import HostController  # noqa: E402
 from deploy.crazyflie.host_navigate import HostNavigator  # noqa: E402
@@ -61,22 +64,29 @@ def main() -> int:
         project = generate_project(args.goto, tmp / "cf", navigate=args.navigate)
         level = project.navigate
         layers = " -> ".join([str(level.model.input_size)] + [str(d.weight.shape[0]) for d in level.model.dense_layers])
+        gru = [s for s in level.model.steps if isinstance(s, Gru)]
+        if gru:
+            layers = f"GRU {gru[0].w.shape[1]} -> {gru[0].hidden_size} beside the MLP {level.model.dense_layers[0].weight.shape[1]}" + layers[layers.index(" ->"):]
+        goals = 3 if level.contract.recurrent is not None else 1
         print(f"== {Path(args.navigate).name} ({level.model_sha256[:12]}) over {Path(args.goto).name} "
               f"({project.model_sha256[:12]}): {layers}, {level.contract.decision_rate_hz:g} Hz")
 
         host = HostNavigator(HostController.build(project, tmp / "host"))
         navigator = nav_parity.onnxruntime_navigator(level)
         x = random_observations(args.samples, level.model.input_size, seed=0)
-        net = float(np.max(np.abs(host.forward(x) - navigator.act(x))))
+        net = nav_parity.network_parity(host, navigator.act, x)
         rng = np.random.default_rng(0)
-        seqs = [nav_parity.random_sequence(rng, level.sensors) for _ in tqdm(range(args.sequences), desc="sequences", leave=False)]
+        seqs = [nav_parity.random_sequence(rng, level.sensors, goals=goals)
+                for _ in tqdm(range(args.sequences), desc="sequences", leave=False)]
         seq = np.concatenate(seqs)
         ref = nav_parity.run_python(navigator, seq)
         sub, obs, disagree = nav_parity.compare(ref, nav_parity.run_host(host, seq))
         decisions = int(np.sum(seq[:, 0] == nav_parity.OP_DECIDE))
-        print(f"parity (network)      max |C - onnxruntime| = {net:.3g} over {args.samples} random observations")
+        steps = " (8 steps from zeros, the state fed back; actions and states)" if level.model.recurrent else ""
+        print(f"parity (network)      max |C - onnxruntime| = {net:.3g} over {args.samples} random observations{steps}")
         print(f"parity (decisions)    max |subgoal C - LearnedNavigator.decide| = {sub:.3g} m, observation {obs:.3g}, "
-              f"{disagree} accept/refuse differences, over {decisions} decisions ({args.sequences} random episodes), host gcc")
+              f"{disagree} accept/refuse differences, over {decisions} decisions ({args.sequences} random episodes of "
+              f"{goals} goal{'s' if goals > 1 else ''}), host gcc")
         qemu = shutil.which("qemu-system-arm") is not None
         if qemu:
             from deploy.crazyflie.qemu_navigate import count_instructions, run_navigate_on_qemu, worst_case_sequence
@@ -95,8 +105,9 @@ def main() -> int:
         probe_goto = link_probe_image(goto_only, tmp / "probe_goto")
         print(f"goto controller       flash {_kib(goto_size.flash)}, RAM {goto_size.ram} B")
         print(f"navigate level        flash {_kib(nav_size.flash)} (rodata {nav_size.rodata} B), RAM {nav_size.ram} B "
-              f"(range memory {level.contract.memory.capacity} x 2 floats = {level.contract.memory.capacity * 8} B), "
-              f"stack <= {nav_size.stack_upper_bound} B")
+              f"(range memory {level.contract.memory.capacity} x 2 floats = {level.contract.memory.capacity * 8} B"
+              + (f"; recurrent state {level.model.state_size} floats = {4 * level.model.state_size} B" if gru else "")
+              + f"), stack <= {nav_size.stack_upper_bound} B")
         print(f"both levels           flash {_kib(size.flash)}, RAM {size.ram} B ({size.ram / 1024:.2f} KiB)  "
               f"[budget {DEFAULT_FLASH_BUDGET_KB:g} / {DEFAULT_RAM_BUDGET_KB:g} KiB: "
               f"{'fits' if size.flash <= DEFAULT_FLASH_BUDGET_KB * 1024 and size.ram <= DEFAULT_RAM_BUDGET_KB * 1024 else 'OVER'}]")

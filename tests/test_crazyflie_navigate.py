@@ -113,6 +113,21 @@ def test_c_level_on_random_episodes_through_a_full_ring(built):
     assert host.decisions >= 6 * 60
 
 
+def test_c_level_over_episodes_of_several_goals(built):
+    """Episodes whose goal changes twice without a reset (navigate_parity.random_sequence(goals=3): the sequences a
+    recurrent level is checked on, tests/test_crazyflie_navigate_recurrent.py): the feed-forward level agrees too; goals=1
+    (the default) keeps one goal per episode."""
+    project, host, navigator = built
+    seq = nav_parity.random_sequence(np.random.default_rng(4), project.navigate.sensors, decisions=30, goals=3)
+    decided = seq[seq[:, 0] == nav_parity.OP_DECIDE]
+    assert len({tuple(g) for g in decided[:, -3:]}) == 3 and np.all(seq[1:, 0] != nav_parity.OP_RESET)
+    _assert_same(nav_parity.run_python(navigator, seq), nav_parity.run_host(host, seq))
+    one = nav_parity.random_sequence(np.random.default_rng(4), project.navigate.sensors, decisions=30)
+    again = nav_parity.random_sequence(np.random.default_rng(4), project.navigate.sensors, decisions=30, goals=1)
+    np.testing.assert_array_equal(one, again)
+    assert len({tuple(g) for g in one[one[:, 0] == nav_parity.OP_DECIDE][:, -3:]}) == 1
+
+
 @pytest.fixture(scope="module")
 def trail_built(models, tmp_path_factory, repo_root):
     """(project, host C level, Python level) of a level that also observes its trail (``trail_yaw``): an untrained

@@ -3,6 +3,10 @@
 No heap, no libraries beyond ``math.h`` (expf, tanhf). Intermediate rows live in a few static
 scratch buffers (``.bss``), reused once a value is dead, so RAM is the widest layer or two,
 not the sum of all layers. Every step carries the name of the ONNX node it came from.
+
+A recurrent model (a :class:`~deploy.crazyflie.graph.Gru` step) takes its state as an argument,
+``prefix_forward(in, state, out)``, and overwrites it with the next one: the state is the caller's
+(the navigate level's ``navState`` in nav_io.c, kept between decisions), never a scratch buffer.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from deploy.crazyflie.errors import CodegenError
-from deploy.crazyflie.graph import Activation, Clamp, ConstOp, Dense, LoweredModel, VarOp
+from deploy.crazyflie.graph import (GRU_LINEAR_BEFORE_RESET, Activation, Clamp, Concat, ConstOp, Dense, Gru, LoweredModel,
+                                    VarOp, step_reads)
 
 PREFIX = "policy"
 """Prefix of every generated C symbol (``policy_forward``, ``policy_w0`` ...)."""
@@ -36,27 +41,32 @@ def c_array(name: str, values: np.ndarray, per_line: int = 8) -> str:
 
 
 def _allocate(model: LoweredModel, prefix: str = PREFIX) -> tuple[dict[str, str], list[int]]:
-    """Storage of every row value: the input pointer, the output pointer, or a scratch buffer.
+    """Storage of every row value: the input pointer, the output pointer, the state pointer (a recurrent model's state
+    in and out: the GRU updates it in place), or a scratch buffer.
 
     Greedy liveness allocation. An element-wise step writes in place when its source dies there;
-    a dense layer always writes to a different buffer than it reads.
+    a dense layer or a concatenation always writes to a different buffer than it reads.
     """
     steps = model.steps
     last_use: dict[str, int] = {}
     for k, s in enumerate(steps):
-        for a in ("src", "a", "b"):
-            if hasattr(s, a):
-                last_use[getattr(s, a)] = k
+        for r in step_reads(s):
+            last_use[r] = k
     storage: dict[str, str] = {model.input_name: "in"}
+    if model.state_input is not None:
+        storage[model.state_input] = "state"
     sizes: list[int] = []
     free: list[int] = []
     owner: dict[str, int] = {}
     for k, s in enumerate(steps):
-        reads = [getattr(s, a) for a in ("src", "a", "b") if hasattr(s, a)]
-        dying = [r for r in dict.fromkeys(reads) if last_use.get(r) == k and r in owner]
-        if s.dst == model.output_name and k == len(steps) - 1:
+        dying = [r for r in dict.fromkeys(step_reads(s)) if last_use.get(r) == k and r in owner]
+        if isinstance(s, Gru):
+            if s.state != model.state_input or s.dst != model.state_output:
+                raise CodegenError(f"internal: GRU step {s.node!r} does not read and write the model's state")
+            storage[s.dst] = "state"  # the next state, over the one read
+        elif s.dst == model.output_name and k == len(steps) - 1:
             storage[s.dst] = "out"
-        elif not isinstance(s, Dense) and dying:
+        elif not isinstance(s, (Dense, Concat)) and dying:
             buf = owner[dying[0]]  # in place
             owner[s.dst] = buf
             storage[s.dst] = f"{prefix}_buf{buf}"
@@ -100,6 +110,24 @@ static void {prefix}_dense(const float *w, const float *b, const float *x, float
 }
 """
 
+_GRU_HELPER = r"""
+/* One step of ONNX's GRU with linear_before_reset = {lbr}, gates in ONNX's order z, r, h (the rows of w, r, wb, rb):
+ * gx = W x + Wb, gh = R h + Rb; z = sigmoid(gx_z + gh_z), r = sigmoid(gx_r + gh_r), n = tanh(gx_h + r * gh_h);
+ * h = (1 - z) * n + z * h, in place: gh holds all of R h before any h[i] is written, each h[i] is read before. */
+static void {prefix}_gru(const float *w, const float *wb, const float *r, const float *rb, const float *x, float *h,
+    float *gx, float *gh, int n_in, int n_h)
+{
+  {prefix}_dense(w, wb, x, gx, 3 * n_h, n_in);
+  {prefix}_dense(r, rb, h, gh, 3 * n_h, n_h);
+  for (int i = 0; i < n_h; ++i) {
+    const float z = 1.0f / (1.0f + expf(-(gx[i] + gh[i])));
+    const float rg = 1.0f / (1.0f + expf(-(gx[n_h + i] + gh[n_h + i])));
+    const float n = tanhf(gx[2 * n_h + i] + rg * gh[2 * n_h + i]);
+    h[i] = (1.0f - z) * n + z * h[i];
+  }
+}
+"""
+
 _ACT_EXPR = {
     "relu": "v > 0.0f ? v : (v == v ? 0.0f : v)",
     "leaky_relu": "v >= 0.0f ? v : {alpha} * v",
@@ -117,21 +145,33 @@ def generate_model_c(model: LoweredModel, header: str, banner: str, prefix: str 
     storage, buf_sizes = _allocate(model, prefix)
     up = prefix.upper()
     n_in, n_out = model.input_size, model.output_size
+    if model.recurrent:
+        signature = (f"void {prefix}_forward(const float in[{up}_MODEL_INPUT_SIZE], float state[{up}_MODEL_STATE_SIZE], "
+                     f"float out[{up}_MODEL_OUTPUT_SIZE])")
+        decl = f"""#define {up}_MODEL_STATE_SIZE {model.state_size}
+
+/* One inference: in[{n_in}] (the contract's observation) and state[{model.state_size}] (the recurrent state the last
+ * inference left; zeros to start) -> out[{n_out}] (normalized actions); state is overwritten with the next one.
+ * The caller keeps the state. Not reentrant (static scratch buffers); call it from one task. */
+{signature};"""
+    else:
+        signature = f"void {prefix}_forward(const float in[{up}_MODEL_INPUT_SIZE], float out[{up}_MODEL_OUTPUT_SIZE])"
+        decl = f"""/* One inference: in[{n_in}] (the contract's observation) -> out[{n_out}] (normalized actions).
+ * Not reentrant (static scratch buffers); call it from one task. */
+{signature};"""
     h = f"""{banner}
 #ifndef {up}_MODEL_H
 #define {up}_MODEL_H
 
 #define {up}_MODEL_INPUT_SIZE {n_in}
 #define {up}_MODEL_OUTPUT_SIZE {n_out}
-
-/* One inference: in[{n_in}] (the contract's observation) -> out[{n_out}] (normalized actions).
- * Not reentrant (static scratch buffers); call it from one task. */
-void {prefix}_forward(const float in[{up}_MODEL_INPUT_SIZE], float out[{up}_MODEL_OUTPUT_SIZE]);
+{decl}
 
 #endif /* {up}_MODEL_H */
 """
     consts: list[str] = []
     body: list[str] = []
+    gru_scratch: list[str] = []
 
     def ref(name: str) -> str:
         if name not in storage:
@@ -175,22 +215,38 @@ void {prefix}_forward(const float in[{up}_MODEL_INPUT_SIZE], float out[{up}_MODE
             if s.low is not None:
                 expr = f"(v < {c_float(s.low)} ? {c_float(s.low)} : {expr})"
             body.append(f"  for (int i = 0; i < {n}; ++i) {{ const float v = {ref(s.src)}[i]; {ref(s.dst)}[i] = {expr}; }}")
+        elif isinstance(s, Concat):
+            n_a, n_b = model.sizes[s.a], model.sizes[s.b]
+            body.append(f"  for (int i = 0; i < {n_a}; ++i) {ref(s.dst)}[i] = {ref(s.a)}[i];")
+            body.append(f"  for (int i = 0; i < {n_b}; ++i) {ref(s.dst)}[{n_a} + i] = {ref(s.b)}[i];")
+        elif isinstance(s, Gru):
+            n_h, n_i = s.hidden_size, s.w.shape[1]
+            names = {part: f"{prefix}_gru{k}_{part}" for part in ("w", "r", "wb", "rb", "gx", "gh")}
+            for part, values in (("w", s.w), ("wb", s.wb), ("r", s.r), ("rb", s.rb)):
+                consts.append(c_array(names[part], values))
+            gru_scratch.append(f"static float {names['gx']}[{3 * n_h}];\nstatic float {names['gh']}[{3 * n_h}];\n")
+            body.append(f"  {prefix}_gru({names['w']}, {names['wb']}, {names['r']}, {names['rb']}, {ref(s.src)}, "
+                        f"{ref(s.state)}, {names['gx']}, {names['gh']}, {n_i}, {n_h});  /* state -> the next state */")
         else:  # pragma: no cover - the lowering only makes the types above
             raise CodegenError(f"internal: unknown step {s!r}")
     if storage.get(model.output_name) != "out":
         body.append(f"  for (int i = 0; i < {n_out}; ++i) out[i] = {ref(model.output_name)}[i];")
 
-    bufs = "".join(f"static float {prefix}_buf{b}[{n}];\n" for b, n in enumerate(buf_sizes))
+    bufs = "".join(f"static float {prefix}_buf{b}[{n}];\n" for b, n in enumerate(buf_sizes)) + "".join(gru_scratch)
+    helpers = _HELPERS + (_GRU_HELPER.replace("{lbr}", str(GRU_LINEAR_BEFORE_RESET)) if gru_scratch else "")
+    dense_params = sum(int(np.asarray(d.weight).size) + (0 if d.bias is None else d.bias.size) for d in model.dense_layers)
+    gru_params = sum(s.w.size + s.r.size + s.wb.size + s.rb.size for s in model.steps if isinstance(s, Gru))
+    counted = f"{dense_params} parameters in dense layers" + (f", {gru_params} in the GRU" if gru_params else "")
     c = f"""{banner}
 #include <math.h>
 
 #include "{header}"
 
-/* ---- weights ({sum(int(np.asarray(d.weight).size) + (0 if d.bias is None else d.bias.size) for d in model.dense_layers)} parameters in dense layers) ---- */
+/* ---- weights ({counted}) ---- */
 {"".join(consts)}
 /* ---- scratch rows (.bss) ---- */
-{bufs}{_HELPERS.replace("{prefix}", prefix)}
-void {prefix}_forward(const float in[{up}_MODEL_INPUT_SIZE], float out[{up}_MODEL_OUTPUT_SIZE])
+{bufs}{helpers.replace("{prefix}", prefix)}
+{signature}
 {{
 {chr(10).join(body)}
 }}

@@ -17,6 +17,11 @@ Python (the reference)                          generated C (``nav_io.c``)
                                                 the disc of R, the yaw rotation, the flight height
 ``LearnedNavigator.decide``                     ``navDecide``: observation, ``nav_forward`` (nav_model.c, the
                                                 goto codegen's network code), mapping; keeps the last subgoal
+``LearnedNavigator.state``, ``state_goal_w``    a recurrent level's (contract ``recurrent``) ``navState`` and
+(a recurrent level)                             ``navStateGoal``: zeros at the first decision after ``navReset``
+                                                and whenever the goal differs from the one the state was built
+                                                toward (a float32 ``!=``, as ``np.array_equal``); ``nav_forward``
+                                                updates the state in place
 ==============================================  ===========================================================
 
 Arithmetic is float32 (the Cortex-M4F's FPU; the Python runtime is float64): every comparison of an input
@@ -53,6 +58,9 @@ NAV_TASK_SOURCES: tuple[str, ...] = NAV_SOURCES + ("nav_task.c",)
 NAV_PREFIX = "nav"
 """Symbol prefix of the level's network (``nav_forward``), beside the goto skill's ``policy_forward``."""
 
+RECURRENT_SUPPORTED: tuple[str, str] = ("gru", "new_goal")
+"""(kind, reset) of the recurrent state (robot_hrl.contract.navigate.RecurrentSpec) the generated C keeps."""
+
 NAV_TERMS: tuple[str, ...] = ("goal_yaw", "ranges_m", "velocity_yaw", "last_subgoal_yaw", "range_memory_yaw", "trail_yaw")
 """Observation terms of a navigate contract the C generator builds (robot_hrl.contract.navigate)."""
 
@@ -79,6 +87,11 @@ class NavSizes:
 
 def check_navigate_contract(contract: NavigateContract, sensors: Sequence[RangeSensorSpec]) -> None:
     """Refuse, with the reason and the fix, a navigate contract the generated C cannot honour."""
+    rec = contract.recurrent
+    if rec is not None and (rec.kind, rec.reset) != RECURRENT_SUPPORTED:
+        raise CodegenError(f"the level is recurrent with a {rec.kind!r} state reset at {rec.reset!r}; the C generator keeps "
+                           f"a {RECURRENT_SUPPORTED[0]!r} state reset at every {RECURRENT_SUPPORTED[1]!r}: train it with "
+                           "sim/train_navigate.py --memory-gru, or fly it on a companion computer (the planner node)")
     names = [t.name for t in contract.observations]
     unknown = [n for n in names if n not in NAV_TERMS]
     if unknown:
@@ -166,6 +179,44 @@ def _yaw_c(q: str) -> str:
   }}"""
 
 
+@dataclass(frozen=True)
+class _StateC:
+    """The C of a recurrent level's state in nav_io.c (empty strings, and the feed-forward call, without one)."""
+
+    check: str
+    state: str
+    reset: str
+    decide: str
+
+
+def _recurrent_state_c(rec) -> _StateC:
+    """``navState`` (the network's state between decisions) and ``navStateGoal`` (the goal it was built toward), as
+    LearnedNavigator keeps ``state`` and ``state_goal_w``: zeros after navReset and whenever goal_w differs."""
+    if rec is None:
+        return _StateC(check="#ifdef NAV_MODEL_STATE_SIZE\n#error \"nav_model.h is recurrent, the level's contract is "
+                             "not: regenerate both with robot-hrl export-c --navigate\"\n#endif\n",
+                       state="", reset="", decide="  nav_forward(obs, action);")
+    return _StateC(
+        check=(f"#if !defined(NAV_MODEL_STATE_SIZE) || NAV_MODEL_STATE_SIZE != {rec.hidden_size}\n"
+               f"#error \"the level's contract keeps a {rec.hidden_size}-float state, nav_model.h does not: regenerate both "
+               "with robot-hrl export-c --navigate\"\n#endif\n"),
+        state=(f"static float navState[NAV_MODEL_STATE_SIZE];       /* the {rec.kind.upper()}'s state after the last decision */\n"
+               "static float navStateGoal[3];                     /* m, world: the goal the state was built toward */\n"
+               "static bool navHasState;                          /* false: zeros at the next decision */\n"),
+        reset="  navHasState = false;\n",
+        decide="""  /* the recurrent state (LearnedNavigator.decide): zeros at the first decision toward a goal, then carried */
+  if (!navHasState || goal_w[0] != navStateGoal[0] || goal_w[1] != navStateGoal[1] || goal_w[2] != navStateGoal[2]) {
+    for (int i = 0; i < NAV_MODEL_STATE_SIZE; ++i) {
+      navState[i] = 0.0f;
+    }
+    for (int i = 0; i < 3; ++i) {
+      navStateGoal[i] = goal_w[i];
+    }
+    navHasState = true;
+  }
+  nav_forward(obs, navState, action);""")
+
+
 def generate_navigate_c(contract: NavigateContract, sensors: Sequence[RangeSensorSpec], banner: str) -> tuple[str, str]:
     """(nav_io.h, nav_io.c) for ``contract`` on a robot with ``sensors`` (the contract's order)."""
     check_navigate_contract(contract, sensors)
@@ -181,6 +232,12 @@ def generate_navigate_c(contract: NavigateContract, sensors: Sequence[RangeSenso
                f"/* The trail: the robot's position at each decision (after its observation), {trail.min_spacing_m:g} m apart. */\n"
                f"#define NAV_TRAIL_CAPACITY {trail.capacity}\n#define NAV_TRAIL_SECTORS {trail.sectors}\n")
     rate = contract.decision_rate_hz
+    rec = contract.recurrent
+    state_doc = ("" if rec is None else
+                 f"\n * The level is recurrent: its {rec.kind.upper()} state ({rec.hidden_size} floats) is carried from one "
+                 "decision to the next,\n * and starts from zeros after navReset and at the first decision toward a new "
+                 "goal_w (any component differs).")
+    state_c = _recurrent_state_c(rec)
     spec = contract.action
     mode = get_action_mode(spec.mode)
     r_offset = contract.max_offset_m
@@ -202,7 +259,7 @@ def generate_navigate_c(contract: NavigateContract, sensors: Sequence[RangeSenso
  * {mem.update_rate_hz if mem else rate:g} Hz. Not a stabilizer-loop rate: run it in its own task. */
 #define NAV_DECISION_PERIOD_MS {int(round(1000.0 / rate))}
 
-/* Forget the range memory, the readings, the last subgoal and the trail if the level keeps one (a new task or goal). */
+/* Forget the range memory, the readings, the last subgoal{", the recurrent state" if rec else ""} and the trail if the level keeps one (a new task or goal). */
 void navReset(void);
 
 /* The latest reading of every ranger (m, contract order) with the pose it was taken at: position (m, world
@@ -219,7 +276,7 @@ bool navBuildObservation(const float position_w[3], const float quat_wxyz[4], co
 void navActionToSubgoal(const float action[NAV_ACTION_SIZE], const float position_w[3], const float quat_wxyz[4],
                         float subgoal_w[3]);
 
-/* One decision: observation, network, mapping; the subgoal is kept as the next observation's last subgoal.
+/* One decision: observation, network, mapping; the subgoal is kept as the next observation's last subgoal.{state_doc}
  * False (subgoal_w untouched) when navBuildObservation refuses. */
 bool navDecide(const float position_w[3], const float quat_wxyz[4], const float velocity_w[3], const float goal_w[3],
                float subgoal_w[3]);
@@ -326,7 +383,7 @@ static const float navMemoryMax[{j}] = {{{", ".join(c_float_at_least(v) for v in
 #if NAV_MODEL_INPUT_SIZE != NAV_OBS_SIZE || NAV_MODEL_OUTPUT_SIZE != NAV_ACTION_SIZE
 #error "nav_model.h and nav_io.h disagree: regenerate both with robot-hrl export-c --navigate"
 #endif
-
+{state_c.check}
 /* ---- the level's state (.bss) ---- */
 static float navMemory[NAV_MEMORY_CAPACITY][2];   /* remembered hits, world x y (m); empty: {FAR_M:g} m away */
 static uint32_t navMemoryCount;                    /* points written; the next goes to count % capacity */
@@ -335,7 +392,7 @@ static float navLastSubgoal[3];                    /* m, world */
 static bool navHasSubgoal;
 static uint32_t navDecisionCount;
 static bool navReady;                              /* navReset has run */
-{trail_state}
+{state_c.state}{trail_state}
 {"".join(consts)}
 /* Clamp to [lo, hi]; a NaN passes through (both comparisons are false). */
 static inline float nav_clip(float v, float lo, float hi)
@@ -364,7 +421,7 @@ void navReset(void)
     navRanges[i] = INFINITY;
   }}
 {trail_reset}  navHasSubgoal = false;
-  navReady = true;
+{state_c.reset}  navReady = true;
 }}
 
 bool navSense(const float position_w[3], const float quat_wxyz[4], const float ranges_m[NAV_NUM_RANGERS])
@@ -422,7 +479,7 @@ bool navDecide(const float position_w[3], const float quat_wxyz[4], const float 
   if (!navBuildObservation(position_w, quat_wxyz, velocity_w, goal_w, obs)) {{
     return false;
   }}
-{trail_add}  nav_forward(obs, action);
+{trail_add}{state_c.decide}
   navActionToSubgoal(action, position_w, quat_wxyz, sg);
   for (int i = 0; i < 3; ++i) {{
     navLastSubgoal[i] = sg[i];

@@ -150,9 +150,10 @@ def navigate_parity(project: GeneratedProject, n_samples: int = DEFAULT_PARITY_S
         host = HostNavigator(HostController.build(project, build_dir))
         navigator = nav_parity.onnxruntime_navigator(level)
         x = random_observations(n_samples, level.model.input_size, seed)
-        net = float(np.max(np.abs(host.forward(x) - navigator.act(x))))
+        net = nav_parity.network_parity(host, navigator.act, x)
         rng = np.random.default_rng(seed)
-        seq = np.concatenate([nav_parity.random_sequence(rng, level.sensors) for _ in range(n_sequences)])
+        goals = 3 if level.contract.recurrent is not None else 1  # (the state's reset at a new goal checked too)
+        seq = np.concatenate([nav_parity.random_sequence(rng, level.sensors, goals=goals) for _ in range(n_sequences)])
         ref, c = nav_parity.run_python(navigator, seq), nav_parity.run_host(host, seq)
         sub, obs, disagree = nav_parity.compare(ref, c)
         if disagree:
@@ -292,6 +293,8 @@ class ExportC:
         nav = result.navigate
         if nav is not None:
             layers = " -> ".join([str(p.navigate.model.input_size)] + [str(d.weight.shape[0]) for d in p.navigate.model.dense_layers])
+            if p.navigate.model.state_size:
+                layers += f" beside a GRU of {p.navigate.model.state_size} (its state kept between decisions)"
             print(f"navigate level {p.navigate.model_path.name}: src/nav_model.c, src/nav_io.c; network {layers}, "
                   f"{nav.cost.network.parameters} parameters, {p.navigate.contract.decision_rate_hz:g} Hz")
             if nav.decision_parity_max_m is not None:

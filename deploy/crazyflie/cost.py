@@ -17,6 +17,10 @@ Not a measurement: a model of the Cortex-M4F at 168 MHz with stated assumptions.
   Elu needs it only for negative inputs; every element is counted.
 - The observation (quaternion to rotation matrix, clips) and the action mapping: a fixed
   ``overhead_cycles`` (about 300: one VSQRT, one VDIV and ~100 float operations).
+- A GRU step (a recurrent navigate level, c_model.py's ``_gru``): its two matrix-vector products
+  ``W x`` (3H x n_in) and ``R h`` (3H x H) are MACs through the same dense loop; per unit two
+  sigmoids (one expf each) and one tanhf (3 transcendentals) and :data:`GRU_ELEMENTWISE_PER_UNIT`
+  element-wise operations. A Concat copies each element once (one element-wise op).
 """
 
 from __future__ import annotations
@@ -24,12 +28,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from deploy.crazyflie.graph import TRANSCENDENTAL, Activation, Clamp, ConstOp, Dense, LoweredModel, VarOp
+from deploy.crazyflie.graph import TRANSCENDENTAL, Activation, Clamp, Concat, ConstOp, Dense, Gru, LoweredModel, VarOp
 
 CPU_HZ = 168e6
 """STM32F405 core clock on the Crazyflie 2.x."""
 STABILIZER_TICK_US = 1000.0
 """The stabilizer loop runs at 1 kHz: the policy tick must fit in one 1 ms step, with the rest of it."""
+
+
+GRU_ELEMENTWISE_PER_UNIT = 23
+"""Element-wise operations per GRU unit, as c_model.py's ``_gru`` loop is written: the 6 biases of ``W x + Wb`` and
+``R h + Rb``; z and r: add, negate, expf, add, divide (5 each); n: add, multiply, tanhf (3); the new state: subtract,
+two multiplies, add (4). The 3 transcendentals are counted here too, as an Activation counts its elements."""
+GRU_TRANSCENDENTALS_PER_UNIT = 3
+"""Per GRU unit: the update and reset gates' sigmoids (one expf each) and the candidate's tanhf."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,16 @@ def inference_cost(model: LoweredModel) -> InferenceCost:
             elementwise += n
             if s.kind in TRANSCENDENTAL:
                 transcendental += n
+        elif isinstance(s, Gru):
+            n_h, n_in = s.hidden_size, s.w.shape[1]
+            gru_macs = 3 * n_h * (n_in + n_h)
+            macs += gru_macs
+            flops += 2 * gru_macs + GRU_ELEMENTWISE_PER_UNIT * n_h
+            elementwise += GRU_ELEMENTWISE_PER_UNIT * n_h
+            transcendental += GRU_TRANSCENDENTALS_PER_UNIT * n_h
+            params += s.w.size + s.r.size + s.wb.size + s.rb.size
+        elif isinstance(s, Concat):
+            elementwise += model.sizes[s.dst]  # a copy: no arithmetic
     return InferenceCost(macs=macs, flops=flops, elementwise=elementwise, transcendentals=transcendental,
                          parameters=params)
 

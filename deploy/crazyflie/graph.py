@@ -8,9 +8,18 @@ C code generator emits; :meth:`LoweredModel.run` evaluates them with numpy, whic
 to check the lowering on its own.
 
 Supported on the observation path: Gemm, MatMul, Add, Sub, Mul, Div, Neg, Relu, LeakyRelu,
-Elu, Tanh, Sigmoid, Clip, Identity, Constant, Dropout (inference), and Reshape / Flatten /
-Squeeze / Unsqueeze of a ``[1, n]`` row. Any other operator is refused with an error that
-names it.
+Elu, Tanh, Sigmoid, Clip, Identity, Constant, Dropout (inference), Concat of two rows, and
+Reshape / Flatten / Squeeze / Unsqueeze of a ``[1, n]`` row. Any other operator is refused with
+an error that names it.
+
+A recurrent graph (``lower_onnx(..., allow_state=True)``: the navigate level of
+sim/agents/memory_model.py, exported by deploy/onnx_export/navigate.py) takes its state as a
+second input ``[1, batch, H]`` and returns the next state as a second output: one ONNX ``GRU``
+node (one step, one layer, forward, ``linear_before_reset=1`` as torch exports it) reads it as
+its ``initial_h`` and writes it as its ``Y_h``. The lowered model then carries the state's
+names (:attr:`LoweredModel.state_input`, :attr:`LoweredModel.state_output`); its
+:class:`Gru` step is ONNX's equations for that attribute, every other GRU variant is refused
+with the fix.
 """
 
 from __future__ import annotations
@@ -24,11 +33,12 @@ from deploy.crazyflie.errors import CodegenError, UnsupportedOperatorError
 
 SUPPORTED_OPERATORS: tuple[str, ...] = (
     "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Neg", "Relu", "LeakyRelu", "Elu", "Tanh", "Sigmoid",
-    "Clip", "Identity", "Constant", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+    "Clip", "Identity", "Constant", "Dropout", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat", "GRU",
 )
 """Operators allowed on the observation path (operators on constants only are folded)."""
 
-_CONST_FOLDABLE = SUPPORTED_OPERATORS + ("Cast", "Sqrt", "Reciprocal", "Transpose", "Shape", "Concat", "Pow")
+_CONST_FOLDABLE = tuple(o for o in SUPPORTED_OPERATORS if o != "GRU") + ("Cast", "Sqrt", "Reciprocal", "Transpose",
+                                                                           "Shape", "Pow")
 
 ACTIVATIONS = ("relu", "leaky_relu", "elu", "tanh", "sigmoid")
 """Element-wise nonlinearities a :class:`Activation` step may hold."""
@@ -90,12 +100,57 @@ class Clamp:
     node: str
 
 
-Step = Dense | ConstOp | VarOp | Activation | Clamp
+@dataclass(frozen=True)
+class Concat:
+    """``dst = [a, b]``: two rows side by side (the observation beside a recurrent memory's output)."""
+
+    a: str
+    b: str
+    dst: str
+    node: str
+
+
+GRU_LINEAR_BEFORE_RESET = 1
+"""The ``linear_before_reset`` of the GRU steps lowered: what torch's exporter writes for ``torch.nn.GRU`` (its reset
+gate multiplies ``R_h h + Rb_h``, after the linear map), the one variant the C implements."""
+
+
+@dataclass(frozen=True)
+class Gru:
+    """One step of ONNX's GRU (``linear_before_reset=1``, the default Sigmoid / Tanh activations), ``dst`` the next
+    state from the row ``src`` and the state ``state`` (size H); weights in ONNX's gate order z, r, h:
+
+    ``gx = w @ src + wb``, ``gh = r @ state + rb`` (each 3H); ``z = sigmoid(gx_z + gh_z)``,
+    ``r = sigmoid(gx_r + gh_r)``, ``n = tanh(gx_h + r * gh_h)``, ``dst = (1 - z) * n + z * state``.
+    """
+
+    src: str
+    state: str
+    dst: str
+    w: np.ndarray  # (3H, n_in), row-major
+    r: np.ndarray  # (3H, H)
+    wb: np.ndarray  # (3H,)
+    rb: np.ndarray  # (3H,)
+    node: str
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.r.shape[1])
+
+
+Step = Dense | ConstOp | VarOp | Activation | Clamp | Concat | Gru
+
+_READ_FIELDS = ("src", "a", "b", "state")
+
+
+def step_reads(step: Step) -> tuple[str, ...]:
+    """The row values a step reads (its sources, a GRU's state included), in order."""
+    return tuple(getattr(step, a) for a in _READ_FIELDS if hasattr(step, a))
 
 
 @dataclass
 class LoweredModel:
-    """The policy as straight-line vector code: one input row, one output row."""
+    """The policy as straight-line vector code: one input row, one output row (and, recurrent, the state in and out)."""
 
     input_name: str
     output_name: str
@@ -104,6 +159,10 @@ class LoweredModel:
     steps: list[Step]
     metadata: dict[str, str] = field(default_factory=dict)
     opset: int = 0
+    state_input: str | None = None
+    """A recurrent graph's state input (``[1, batch, H]``); None: feed-forward."""
+    state_output: str | None = None
+    """The row its GRU writes, returned as the graph's second output (the next decision's state)."""
 
     @property
     def input_size(self) -> int:
@@ -117,9 +176,28 @@ class LoweredModel:
     def dense_layers(self) -> list[Dense]:
         return [s for s in self.steps if isinstance(s, Dense)]
 
-    def run(self, x: np.ndarray) -> np.ndarray:
-        """Evaluate the steps with numpy in float32 on rows ``x`` of shape (batch, input_size)."""
-        values = {self.input_name: np.asarray(x, dtype=np.float32).reshape(-1, self.input_size)}
+    @property
+    def recurrent(self) -> bool:
+        return self.state_input is not None
+
+    @property
+    def state_size(self) -> int:
+        """H, the recurrent state's length (0: feed-forward)."""
+        return self.sizes[self.state_input] if self.state_input is not None else 0
+
+    def run(self, x: np.ndarray, state: np.ndarray | None = None):
+        """Evaluate the steps with numpy in float32 on rows ``x`` of shape (batch, input_size) -> the output rows.
+
+        Recurrent: ``state`` ([1, batch, H] as the graph takes it; None: zeros) -> ``(outputs, next state [1, batch, H])``,
+        as onnxruntime returns the graph's two outputs."""
+        x = np.asarray(x, dtype=np.float32).reshape(-1, self.input_size)
+        values = {self.input_name: x}
+        if self.state_input is None:
+            if state is not None:
+                raise CodegenError("a state was given to a feed-forward model; it takes the observation rows alone")
+        else:
+            h = np.zeros((len(x), self.state_size), np.float32) if state is None else np.asarray(state, np.float32)
+            values[self.state_input] = h.reshape(len(x), self.state_size)
         for s in self.steps:
             if isinstance(s, Dense):
                 y = values[s.src] @ s.weight.T
@@ -135,7 +213,13 @@ class LoweredModel:
                 lo = -np.inf if s.low is None else s.low
                 hi = np.inf if s.high is None else s.high
                 values[s.dst] = np.clip(values[s.src], lo, hi).astype(np.float32)
-        return values[self.output_name]
+            elif isinstance(s, Concat):
+                values[s.dst] = np.concatenate((values[s.a], values[s.b]), axis=1).astype(np.float32)
+            elif isinstance(s, Gru):
+                values[s.dst] = _gru_np(s, values[s.src], values[s.state])
+        if self.state_output is None:
+            return values[self.output_name]
+        return values[self.output_name], values[self.state_output][None]
 
 
 _ARITH = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
@@ -157,6 +241,17 @@ def _activation_np(kind: str, x: np.ndarray, alpha: float) -> np.ndarray:
     return y.astype(np.float32)
 
 
+def _gru_np(s: Gru, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """ONNX's GRU step (linear_before_reset=1) in float32: :class:`Gru`'s equations on rows (batch, n)."""
+    n_h = s.hidden_size
+    gx = (x @ s.w.T + s.wb).astype(np.float32)
+    gh = (h @ s.r.T + s.rb).astype(np.float32)
+    z = _activation_np("sigmoid", gx[:, :n_h] + gh[:, :n_h], 0.0)
+    r = _activation_np("sigmoid", gx[:, n_h:2 * n_h] + gh[:, n_h:2 * n_h], 0.0)
+    n = _activation_np("tanh", gx[:, 2 * n_h:] + r * gh[:, 2 * n_h:], 0.0)
+    return ((np.float32(1.0) - z) * n + z * h).astype(np.float32)
+
+
 # ---- loading -------------------------------------------------------------------------------------
 def load_onnx(path: str | Path):
     """Load and check an ONNX file; a clear error when it is missing or corrupt."""
@@ -174,18 +269,24 @@ def load_onnx(path: str | Path):
     return model
 
 
-def lower_onnx(model) -> LoweredModel:
-    """Lower an ``onnx.ModelProto`` (or a path) to a :class:`LoweredModel`."""
+def lower_onnx(model, allow_state: bool = False) -> LoweredModel:
+    """Lower an ``onnx.ModelProto`` (or a path) to a :class:`LoweredModel`.
+
+    ``allow_state``: a recurrent graph (observation and GRU state in, actions and next state out) is lowered too; the
+    caller's C keeps the state (deploy/crazyflie/c_navigate.py does, for the navigate level). Without it a recurrent
+    graph is refused."""
     if isinstance(model, (str, Path)):
         model = load_onnx(model)
-    return _Lowerer(model).lower()
+    return _Lowerer(model, allow_state).lower()
 
 
 class _Lowerer:
-    def __init__(self, model):
+    def __init__(self, model, allow_state: bool = False):
         from onnx import numpy_helper
 
         self.model = model
+        self.allow_state = allow_state
+        self.state_input: str | None = None
         self.graph = model.graph
         self.numpy_helper = numpy_helper
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
@@ -228,6 +329,8 @@ class _Lowerer:
     # -- the walk -----------------------------------------------------------------------------
     def lower(self) -> LoweredModel:
         inputs = [i for i in self.graph.input if i.name not in self.consts]
+        if len(inputs) == 2 and self._feeds_gru_state(inputs[1].name):
+            return self._lower_recurrent(inputs)
         if len(inputs) != 1:
             raise CodegenError(f"the policy graph must have exactly one input (the observation), it has "
                                f"{len(inputs)}: {[i.name for i in inputs]}")
@@ -235,6 +338,13 @@ class _Lowerer:
             raise CodegenError(f"the policy graph must have exactly one output (the actions), it has "
                                f"{len(self.graph.output)}: {[o.name for o in self.graph.output]}")
         inp = inputs[0]
+        self._define_input(inp)
+        for node in self.graph.node:
+            self._lower_node(node)
+        return self._finish(inp.name, None)
+
+    def _define_input(self, inp) -> None:
+        """The observation input: float32, ``[batch, n]`` or ``[n]`` (a symbolic batch taken as 1)."""
         tt = inp.type.tensor_type
         if tt.elem_type != 1:  # TensorProto.FLOAT
             raise CodegenError(f"input {inp.name!r} must be float32 (elem_type 1), it is elem_type {tt.elem_type}")
@@ -243,20 +353,59 @@ class _Lowerer:
             raise CodegenError(f"input {inp.name!r} has shape {dims}; expected [batch, n] or [n]")
         self._define(inp.name, tuple(dims))
 
-        for node in self.graph.node:
-            self._lower_node(node)
-
+    def _finish(self, input_name: str, state_output: str | None) -> LoweredModel:
         out = self._name(self.graph.output[0].name)
         if out not in self.shapes:
             raise CodegenError(f"graph output {self.graph.output[0].name!r} does not depend on the observation")
-        if out == inp.name:
+        if out == input_name:
             raise CodegenError("the graph output is its input; there is no policy to compile")
-        steps = _fuse_bias(self.steps, out)
+        keep = (out,) if state_output is None else (out, state_output)
+        steps = _fuse_bias(self.steps, keep)
         meta = {p.key: p.value for p in self.model.metadata_props}
-        used = {inp.name} | {getattr(s, a) for s in steps for a in ("src", "dst", "a", "b") if hasattr(s, a)}
+        used = {input_name} | {s.dst for s in steps} | {r for s in steps for r in step_reads(s)}
         sizes = {k: v for k, v in self.sizes.items() if k in used}
-        return LoweredModel(input_name=inp.name, output_name=out, sizes=sizes, steps=steps, metadata=meta,
-                            opset=self.opset)
+        return LoweredModel(input_name=input_name, output_name=out, sizes=sizes, steps=steps, metadata=meta,
+                            opset=self.opset, state_input=self.state_input, state_output=state_output)
+
+    # -- a recurrent graph: observation and state in, actions and state out ----------------------------------------
+    def _feeds_gru_state(self, name: str) -> bool:
+        """Whether graph input ``name`` is some GRU node's ``initial_h`` (its 6th input)."""
+        return any(n.op_type == "GRU" and len(n.input) > 5 and n.input[5] == name for n in self.graph.node)
+
+    def _lower_recurrent(self, inputs) -> LoweredModel:
+        obs, state = inputs
+        if not self.allow_state:
+            raise CodegenError(f"the graph is recurrent (input {state.name!r} is a GRU's state): the C generator keeps a "
+                               "recurrent state for the navigate level only (--navigate); export this model feed-forward")
+        if len(self.graph.output) != 2:
+            raise CodegenError(f"the recurrent graph must have two outputs (the actions, then the next state), it has "
+                               f"{len(self.graph.output)}: {[o.name for o in self.graph.output]}; re-export it "
+                               "(deploy/onnx_export/navigate.py)")
+        self._define_input(obs)
+        tt = state.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]  # symbolic batch -> 1
+        if tt.elem_type != 1 or len(dims) != 3 or dims[0] != 1 or dims[1] != 1:
+            raise CodegenError(f"state input {state.name!r} has shape {dims} (elem_type {tt.elem_type}); expected float32 "
+                               "[1, batch, H] (one layer, one direction): re-export the level")
+        self._define(state.name, tuple(dims))
+        self.state_input = state.name
+        for node in self.graph.node:
+            self._lower_node(node)
+        grus = [s for s in self.steps if isinstance(s, Gru)]
+        if len(grus) != 1:
+            raise UnsupportedOperatorError(f"the recurrent graph has {len(grus)} GRU steps; the C generator keeps one "
+                                           "state: export one single-layer GRU")
+        readers = [s.node for s in self.steps if state.name in step_reads(s) and s is not grus[0]]
+        if readers or grus[0].src == state.name:
+            raise UnsupportedOperatorError(f"the state input {state.name!r} is read by {readers or [grus[0].node]} besides "
+                                           "the GRU's initial_h; the C updates the state in place: read it in the GRU only")
+        state_out = self._name(self.graph.output[1].name)
+        if state_out != grus[0].dst:
+            raise CodegenError(f"the graph's second output {self.graph.output[1].name!r} is not the GRU's next state "
+                               f"(Y_h of node {grus[0].node!r}); export (actions, h_out) with h_out the GRU's own")
+        if self._name(self.graph.output[0].name) == state_out:
+            raise CodegenError("the graph's first output is its state; export (actions, h_out)")
+        return self._finish(obs.name, state_out)
 
     def _lower_node(self, node) -> None:
         op = node.op_type
@@ -468,22 +617,89 @@ class _Lowerer:
         dst = self._out(node, self._shape_of(node.input[0]))
         self.steps.append(Clamp(ins[0], dst, low, high, node.name))
 
+    def _op_concat(self, node, ins, attrs):
+        """Two rows side by side along the row's axis (the last): ``[batch, a] ++ [batch, b]``."""
+        if len(ins) != 2 or not all(self._is_var(i) for i in ins):
+            raise UnsupportedOperatorError(
+                f"Concat node {node.name!r} joins {len(ins)} values ({['row' if self._is_var(i) else 'constant' for i in ins]}); "
+                "the C code generator joins two observation-path rows: export the concatenation of two computed rows")
+        rank = max(len(self._shape_of(r)) for r in node.input)
+        axis = int(attrs.get("axis", 0))
+        if axis % rank != rank - 1:
+            raise UnsupportedOperatorError(f"Concat node {node.name!r} joins along axis {axis} of rank-{rank} rows; only the "
+                                           "row's own (last) axis keeps one row per inference: concatenate with axis=-1")
+        n = self.sizes[ins[0]] + self.sizes[ins[1]]
+        dst = self._out(node, (1,) * (rank - 1) + (n,))
+        self.steps.append(Concat(ins[0], ins[1], dst, node.name))
 
-def _fuse_bias(steps: list[Step], output: str) -> list[Step]:
+    def _op_gru(self, node, ins, attrs):
+        """One GRU step on the row ``X`` from the graph's state input (see :class:`Gru`); every variant the C does not
+        implement is refused with the fix."""
+        where = f"GRU node {node.name!r}"
+        fix = ("export torch.nn.GRU(num_layers=1, bidirectional=False) stepped once per decision, as "
+               "deploy/onnx_export/navigate.py does")
+        expected = {"direction": "forward", "layout": 0, "linear_before_reset": GRU_LINEAR_BEFORE_RESET}
+        for key, want in expected.items():
+            got = attrs.get(key, {"direction": "forward", "layout": 0, "linear_before_reset": 0}[key])
+            got = got.decode() if isinstance(got, bytes) else got
+            if got != want:
+                raise UnsupportedOperatorError(f"{where} has {key}={got!r}; the C code generator implements ONNX's GRU with "
+                                               f"{key}={want!r} only: {fix}")
+        acts = [a.decode() if isinstance(a, bytes) else a for a in attrs.get("activations", [])]
+        if acts and [a.lower() for a in acts] != ["sigmoid", "tanh"]:
+            raise UnsupportedOperatorError(f"{where} has activations {acts}; the C implements the default "
+                                           f"['Sigmoid', 'Tanh']: {fix}")
+        for key in ("clip", "activation_alpha", "activation_beta"):
+            if key in attrs:
+                raise UnsupportedOperatorError(f"{where} sets {key}={attrs[key]!r}; the C implements the GRU without it: {fix}")
+        if len(ins) > 4 and ins[4]:
+            raise UnsupportedOperatorError(f"{where} takes sequence_lens; the C steps one decision at a time: {fix}")
+        if len(ins) < 6 or not ins[5] or ins[5] != self.state_input:
+            raise UnsupportedOperatorError(f"{where}: its initial_h must be the graph's state input (the level's state "
+                                           f"carried from decision to decision), it is {ins[5] if len(ins) > 5 else None!r}: "
+                                           f"export the GRU with h_in as its initial state")
+        if not self._is_var(ins[0]) or any(self._is_var(i) for i in ins[1:4] if i):
+            raise UnsupportedOperatorError(f"{where}: only an observation-path row X with constant W, R, B is supported")
+        w = self._const(node, ins[1], "weight W").astype(np.float32)
+        r = self._const(node, ins[2], "recurrence weight R").astype(np.float32)
+        n_h = int(attrs.get("hidden_size", r.shape[-1]))
+        n_in = self.sizes[ins[0]]
+        if w.shape != (1, 3 * n_h, n_in) or r.shape != (1, 3 * n_h, n_h):
+            raise CodegenError(f"{where}: W {list(w.shape)} and R {list(r.shape)} do not fit hidden_size {n_h} and a row of "
+                               f"{n_in} (expected [1, {3 * n_h}, {n_in}] and [1, {3 * n_h}, {n_h}]); re-export the level")
+        if self.sizes[ins[5]] != n_h:
+            raise CodegenError(f"{where}: the state input holds {self.sizes[ins[5]]} values, the GRU's hidden_size is {n_h}")
+        b = np.zeros(6 * n_h, np.float32)
+        if len(ins) > 3 and ins[3]:
+            b = self._const(node, ins[3], "bias B").astype(np.float32)
+            if b.shape != (1, 6 * n_h):
+                raise CodegenError(f"{where}: B has shape {list(b.shape)}, expected [1, {6 * n_h}]; re-export the level")
+            b = b.reshape(6 * n_h)
+        outs = list(node.output) + [""] * (2 - len(node.output))
+        y, y_h = outs[0], outs[1]
+        dst = y_h or y
+        self._define(dst, (1, 1, n_h) if y_h else (1, 1, 1, n_h))
+        if y and y_h:  # seq_length 1: Y [1, 1, batch, H] holds the one step, Y_h
+            self.alias[y] = y_h
+            self.alias_shapes[y] = (1, 1, 1, n_h)
+        self.steps.append(Gru(ins[0], ins[5], dst, np.ascontiguousarray(w[0]), np.ascontiguousarray(r[0]),
+                              np.ascontiguousarray(b[:3 * n_h]), np.ascontiguousarray(b[3 * n_h:]), node.name))
+
+
+def _fuse_bias(steps: list[Step], outputs: tuple[str, ...]) -> list[Step]:
     """Fold ``Dense`` (no bias) followed by ``Add``/``Sub`` of a constant into one biased layer.
 
     MatMul + Add is how some exporters write a Linear layer; fusing it saves a pass.
     """
     readers: dict[str, int] = {}
     for s in steps:
-        for a in ("src", "a", "b"):
-            if hasattr(s, a):
-                readers[getattr(s, a)] = readers.get(getattr(s, a), 0) + 1
+        for r in step_reads(s):
+            readers[r] = readers.get(r, 0) + 1
     out: list[Step] = []
     for s in steps:
         prev = out[-1] if out else None
         if (isinstance(s, ConstOp) and s.op in ("add", "sub") and not s.reverse and isinstance(prev, Dense)
-                and s.src == prev.dst and readers.get(prev.dst, 0) == 1 and prev.dst != output):
+                and s.src == prev.dst and readers.get(prev.dst, 0) == 1 and prev.dst not in outputs):
             c = s.const if s.op == "add" else -s.const
             bias = c if prev.bias is None else (prev.bias + c).astype(np.float32)
             out[-1] = Dense(prev.src, s.dst, prev.weight, bias.astype(np.float32), f"{prev.node}+{s.node}")

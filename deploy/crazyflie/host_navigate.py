@@ -6,6 +6,9 @@ with ``--navigate``; :class:`HostNavigator` binds the level's functions in that 
     lib = HostController.build(project, tmp_dir)
     nav = HostNavigator(lib)
     nav.reset(); nav.sense(p, q, ranges); subgoal, ok = nav.decide(p, q, v, goal)
+
+A recurrent level's ``nav_forward(in, state, out)`` is called by :meth:`HostNavigator.forward` with the state given
+(``[1, batch, H]`` as onnxruntime takes it) and returns the next one; ``navDecide`` keeps its own (``navState``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class HostNavigator:
         if level is None:
             raise CodegenError("the project has no navigate level: generate it with navigate=<level .onnx> (--navigate)")
         self.n_obs, self.n_rangers = level.contract.observation_size, len(level.sensors)
+        self.state_size = level.model.state_size
+        """H of a recurrent level's state (0: feed-forward)."""
         lib = host.lib
         lib.navReset.restype = None
         lib.navSense.argtypes = [_F32P, _F32P, _F32P]
@@ -42,7 +47,7 @@ class HostNavigator:
         lib.navDecide.argtypes = [_F32P, _F32P, _F32P, _F32P, _F32P]
         lib.navDecide.restype = ctypes.c_bool
         lib.navDecisions.restype = ctypes.c_uint32
-        lib.nav_forward.argtypes = [_F32P, _F32P]
+        lib.nav_forward.argtypes = [_F32P, _F32P, _F32P] if self.state_size else [_F32P, _F32P]
         self.lib = lib
 
     def reset(self) -> None:
@@ -66,14 +71,26 @@ class HostNavigator:
         ok = self.lib.navDecide(_f32(position_w, 3), _f32(quat_wxyz, 4), _f32(velocity_w, 3), _f32(goal_w, 3), out)
         return out, bool(ok)
 
-    def forward(self, obs: np.ndarray) -> np.ndarray:
+    def forward(self, obs: np.ndarray, state: np.ndarray | None = None):
+        """``nav_forward`` on each row of ``obs`` (batch, n_obs) -> the actions (batch, 2). A recurrent level: from
+        ``state`` ([1, batch, H]; None: zeros) -> ``(actions, next state [1, batch, H])``, as onnxruntime's session."""
         x = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1, self.n_obs)
         out = np.zeros((len(x), 2), dtype=np.float32)
+        if not self.state_size:
+            if state is not None:
+                raise CodegenError("the level is feed-forward: nav_forward takes no state")
+            for k in range(len(x)):
+                row = np.zeros(2, dtype=np.float32)
+                self.lib.nav_forward(np.ascontiguousarray(x[k]), row)
+                out[k] = row
+            return out
+        h = np.zeros((len(x), self.state_size), np.float32) if state is None else np.asarray(state, np.float32)
+        h = np.array(h.reshape(len(x), self.state_size), dtype=np.float32)  # a copy: the C updates it in place
         for k in range(len(x)):
-            row = np.zeros(2, dtype=np.float32)
-            self.lib.nav_forward(np.ascontiguousarray(x[k]), row)
-            out[k] = row
-        return out
+            row, hk = np.zeros(2, dtype=np.float32), np.ascontiguousarray(h[k])
+            self.lib.nav_forward(np.ascontiguousarray(x[k]), hk, row)
+            out[k], h[k] = row, hk
+        return out, h[None]
 
     @property
     def decisions(self) -> int:

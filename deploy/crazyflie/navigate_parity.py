@@ -7,6 +7,11 @@ contract's action mapping: the planner node's code); the C runs it through ``nav
 ``navDecide`` (host gcc here, the Cortex-M4 build under QEMU in deploy/crazyflie/qemu_navigate.py). Both get the
 same float32 inputs (as the C gets them onboard), the Python computes in float64. Each row gives
 ``[ok, subgoal_w (3), observation (n)]`` (NaN where the row gives none).
+
+A recurrent level (its contract's ``recurrent``) carries a state from one decision to the next and starts from zeros
+at a reset and at every new goal: its sequences hold several decisions toward one goal, then another
+(``random_sequence(..., goals=3)``), so a state that drifted or a reset that differed moves the later subgoals.
+:func:`network_parity` compares the network alone, the state fed back over steps.
 """
 
 from __future__ import annotations
@@ -34,11 +39,14 @@ def split_row(row: np.ndarray, n_rangers: int):
 
 
 def random_sequence(rng: np.random.Generator, sensors: Sequence[RangeSensorSpec], decisions: int = 40,
-                    room_half_m: float = 5.0) -> np.ndarray:
+                    room_half_m: float = 5.0, goals: int = 1) -> np.ndarray:
     """A random but valid episode: reset, then a robot that wanders (steps up to 0.6 m, yaw drifting and
     sometimes turning fast, tilted a little), its rangers reading within their limits (some at the limits:
     max range is no target, as the planner node converts a ROS reading), 1-3 readings before each decision,
-    one goal per episode."""
+    ``goals`` goals one after the other (each for an equal share of the decisions; no reset between them: a
+    recurrent level's state starts again from zeros at each). ``goals=1`` draws exactly what it always drew."""
+    if not 1 <= goals <= decisions:
+        raise ValueError(f"goals={goals}: give 1 to decisions ({decisions}) goals per episode")
     s = len(sensors)
     lo = np.array([x.min_range_m for x in sensors])
     hi = np.array([x.max_range_m for x in sensors])
@@ -46,7 +54,10 @@ def random_sequence(rng: np.random.Generator, sensors: Sequence[RangeSensorSpec]
     pos = np.r_[rng.uniform(-room_half_m, room_half_m, 2), rng.uniform(0.3, 2.0)]
     yaw = rng.uniform(-math.pi, math.pi)
     goal = np.r_[rng.uniform(-room_half_m, room_half_m, 2), 1.0]
-    for _ in range(decisions):
+    changes = {-(-j * decisions // goals) for j in range(1, goals)}  # the first decision toward each later goal
+    for k in range(decisions):
+        if k in changes:
+            goal = np.r_[rng.uniform(-room_half_m, room_half_m, 2), 1.0]
         for _ in range(int(rng.integers(1, 4))):
             pos = pos + np.r_[rng.uniform(-0.6, 0.6, 2), rng.uniform(-0.05, 0.05)]
             yaw += rng.normal(0.0, 0.2) if rng.random() < 0.8 else rng.uniform(-math.pi, math.pi)
@@ -109,6 +120,25 @@ def run_host(host_navigator, sequence: np.ndarray) -> np.ndarray:
     return out
 
 
+def network_parity(host_navigator, act, observations: np.ndarray, steps: int = 8) -> float:
+    """max |C - reference| of the network alone on ``observations`` (n, n_obs): ``host_navigator.forward`` against
+    ``act`` (a LearnedNavigator's: onnxruntime). A recurrent level: the rows as ``steps`` consecutive decisions of
+    n // steps parallel streams from zeros, each step's state fed back to both; the states are compared too."""
+    x = np.asarray(observations, dtype=np.float32)
+    if not host_navigator.state_size:
+        return float(np.max(np.abs(host_navigator.forward(x) - act(x))))
+    batch = len(x) // steps
+    if batch < 1:
+        raise ValueError(f"{len(x)} observations make no {steps} steps of a stream; give at least {steps}")
+    h_c = h_ref = np.zeros((1, batch, host_navigator.state_size), np.float32)
+    err = 0.0
+    for xs in x[:steps * batch].reshape(steps, batch, -1):
+        out_c, h_c = host_navigator.forward(xs, h_c)
+        out_ref, h_ref = act(xs, h_ref)
+        err = max(err, float(np.max(np.abs(out_c - out_ref))), float(np.max(np.abs(h_c - h_ref))))
+    return err
+
+
 def compare(reference: np.ndarray, c: np.ndarray) -> tuple[float, float, int]:
     """(max |subgoal C - Python| in m, max |observation C - Python|, rows whose accept/refuse differ)."""
     disagree = int(np.sum(reference[:, 0] != c[:, 0]))
@@ -123,8 +153,7 @@ def onnxruntime_navigator(level):
     """A LearnedNavigator of a generated level (its contract and rangers) acting through onnxruntime on its file."""
     import onnxruntime as ort
 
-    from robot_hrl.planning.learned import LearnedNavigator
+    from robot_hrl.planning.learned import LearnedNavigator, session_act
 
     session = ort.InferenceSession(str(level.model_path), providers=["CPUExecutionProvider"])
-    name = session.get_inputs()[0].name
-    return LearnedNavigator(level.contract, level.sensors, lambda obs: session.run(None, {name: obs.astype(np.float32)})[0])
+    return LearnedNavigator(level.contract, level.sensors, session_act(session, level.contract, level.model_path))
