@@ -52,10 +52,13 @@ def built(models, tmp_path_factory):
     return project, host, nav_parity.onnxruntime_navigator(project.navigate)
 
 
-def _assert_same(reference: np.ndarray, c: np.ndarray) -> None:
+def _assert_same(reference: np.ndarray, c: np.ndarray) -> float:
+    """C decisions (``c``) agree with the Python level's (``reference``): the same accepts and refusals, subgoals and
+    observations within the parity tolerance; the largest subgoal difference, m."""
     sub, obs, disagree = nav_parity.compare(reference, c)
     assert disagree == 0, np.nonzero(reference[:, 0] != c[:, 0])
     assert sub <= PARITY_TOLERANCE and obs <= PARITY_TOLERANCE, (sub, obs)
+    return sub
 
 
 # ---- sequences drawn by hypothesis ------------------------------------------------------------------------------

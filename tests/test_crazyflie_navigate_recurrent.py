@@ -29,6 +29,7 @@ from deploy.crazyflie.graph import TRANSCENDENTAL, Activation, Concat, Gru, lowe
 from deploy.crazyflie.host import HostController
 from deploy.crazyflie.host_navigate import HostNavigator
 from recurrent_level import HIDDEN
+from test_crazyflie_navigate import _assert_same  # (one definition of "the C decides as Python")
 from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
 from robot_hrl.planning.learned import LearnedNavigator
 
@@ -52,13 +53,6 @@ def gru_built(level_path, repo_root, tmp_path_factory):
     project = generate_project(repo_root / GOTO, out / "cf", navigate=level_path)
     host = HostNavigator(HostController.build(project, out / "host"))
     return project, host, nav_parity.onnxruntime_navigator(project.navigate)
-
-
-def _assert_same(reference: np.ndarray, c: np.ndarray) -> float:
-    sub, obs, disagree = nav_parity.compare(reference, c)
-    assert disagree == 0, np.nonzero(reference[:, 0] != c[:, 0])
-    assert sub <= PARITY_TOLERANCE and obs <= PARITY_TOLERANCE, (sub, obs)
-    return sub
 
 
 # ---- the lowering on its own ----------------------------------------------------------------------------------
