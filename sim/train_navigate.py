@@ -91,8 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "fine-tune on few environments (at 96 shielded environments 1e-3 collapsed the shipped level's "
                         "training success from 0.9 to 0.2 in three iterations)")
     p.add_argument("--memory-gru", type=int, default=0, metavar="H",
-                   help="the level keeps a GRU memory of H units beside its MLP (sim/agents/memory_model.py; rsl_rl's recurrent "
-                        "PPO); with --init-onnx of a feed-forward level the memory's columns start at zero weight (0: none)")
+                   help="the level keeps a GRU memory of H units beside its MLP (sim/agents/memory_model.py; DAgger fitted "
+                        "through time, rsl_rl's recurrent PPO); with --init-onnx of a feed-forward level the memory's "
+                        "columns start at zero weight (0: none)")
     p.add_argument("--export", default=None, metavar="ONNX", help="export the final policy to this .onnx")
     return p
 
