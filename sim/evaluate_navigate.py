@@ -207,10 +207,9 @@ class BatchedLevel:
 
     def __init__(self, session) -> None:
         self.session = session
-        inputs = {i.name: i for i in session.get_inputs()}
-        self.state_input = next((n for n in inputs if n != "obs"), None)
-        self.state_output = session.get_outputs()[1].name if self.state_input else None
-        self.hidden_size = int(inputs[self.state_input].shape[-1]) if self.state_input else 0
+        inputs = session.get_inputs()  # (the observation, then a recurrent level's state [1, batch, H])
+        self.state_input = inputs[1].name if len(inputs) > 1 else None
+        self.hidden_size = int(inputs[1].shape[-1]) if len(inputs) > 1 else 0
         self.state: np.ndarray | None = None
 
     def reset(self) -> None:

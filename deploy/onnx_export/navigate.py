@@ -40,15 +40,17 @@ class RecurrentExportable(torch.nn.Module):
         return torch.clamp(actions, -1.0, 1.0), h_out
 
 
-def _recurrent_to_onnx(module: RecurrentExportable, path: Path) -> None:
-    """The recurrent graph: ``obs [batch, n_obs], h_in [1, batch, H] -> actions, h_out`` (the TorchScript exporter:
-    its GRU op is ONNX's own)."""
-    from deploy.onnx_export.exporter import OPSET
+def _recurrent_to_onnx(module: RecurrentExportable, path: Path, spec) -> None:
+    """The recurrent graph: ``obs [batch, n_obs], <spec.input_name> [1, batch, H] -> actions, <spec.output_name>``
+    (``spec``: the contract's RecurrentSpec, which names the state; the TorchScript exporter: its GRU op is ONNX's
+    own)."""
+    from deploy.onnx_export.exporter import INPUT_NAME, OPSET, OUTPUT_NAME
 
     dummy = (torch.zeros(2, module.n_obs), torch.zeros(1, 2, module.hidden_size))
-    torch.onnx.export(module, dummy, str(path), input_names=["obs", "h_in"], output_names=["actions", "h_out"],
-                      opset_version=OPSET, dynamic_axes={"obs": {0: "batch"}, "h_in": {1: "batch"},
-                                                         "actions": {0: "batch"}, "h_out": {1: "batch"}},
+    torch.onnx.export(module, dummy, str(path), input_names=[INPUT_NAME, spec.input_name],
+                      output_names=[OUTPUT_NAME, spec.output_name], opset_version=OPSET,
+                      dynamic_axes={INPUT_NAME: {0: "batch"}, spec.input_name: {1: "batch"},
+                                    OUTPUT_NAME: {0: "batch"}, spec.output_name: {1: "batch"}},
                       dynamo=False)
 
 
@@ -85,7 +87,7 @@ def export_navigate(run_dir: str | Path, out: str | Path, tolerance: float = 1e-
 
         module = RecurrentExportable(model)
         contract = contract.model_copy(update={"recurrent": RecurrentSpec(hidden_size=module.hidden_size)})
-        _recurrent_to_onnx(module, out)
+        _recurrent_to_onnx(module, out, contract.recurrent)
     else:
         module = ExportableActor(model)
         _torch_to_onnx(module, out)

@@ -112,7 +112,7 @@ class LearnedNavigator:
             action = self.act(obs[None])
         else:
             goal = np.asarray(goal_w, dtype=np.float64)
-            if self.state is None or self.state_goal_w is None or not np.array_equal(goal, self.state_goal_w):
+            if self.state is None or not np.array_equal(goal, self.state_goal_w):  # (set together)
                 self.state, self.state_goal_w = np.zeros((1, 1, spec.hidden_size), np.float32), goal.copy()
             action, self.state = self.act(obs[None], self.state)
         action = np.asarray(action, dtype=np.float64).reshape(-1, 2)[0]

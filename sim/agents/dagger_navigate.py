@@ -105,7 +105,7 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
     obs = env.get_observations()
     successes: list[float] = []
     loss_value = float("nan")
-    done, x = 0, torch.zeros(0)
+    done, samples = 0, 0
     for it in range(cfg.iterations):
         if should_stop is not None and should_stop():
             break
@@ -140,10 +140,10 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
             chunks.append({"obs": torch.stack(data_obs[first:]), "act": torch.stack(data_act[first:]),
                            "w": torch.stack(data_w[first:]), "dones": torch.stack(chunk_dones), "h0": h0})
             del data_obs[first:], data_act[first:], data_w[first:]
-            while len(chunks) > 1 and sum(c["obs"].shape[0] * c["obs"].shape[1] for c in chunks) > cfg.dataset_size:
+            while len(chunks) > 1 and sum(c["w"].numel() for c in chunks) > cfg.dataset_size:
                 chunks.pop(0)
-            x = torch.zeros(sum(c["obs"].shape[0] * c["obs"].shape[1] for c in chunks))  # (the count reported)
             w = torch.cat([c["w"].reshape(-1) for c in chunks])
+            samples = len(w)
             hidden = actor.get_hidden_state()
             loss_value = fit_student_sequences(actor, opt, chunks, cfg)
             actor.reset(None, None if hidden is None else hidden.detach())  # (acting goes on from where it was)
@@ -153,6 +153,7 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
                 x, y, w = x[-cfg.dataset_size:], y[-cfg.dataset_size:], w[-cfg.dataset_size:]
                 data_obs, data_act, data_w = [x], [y], [w]
             w = w / w.mean()  # the weighted fit keeps the plain fit's scale
+            samples = len(x)
             loss_value = fit_student(actor, opt, x, y, w, cfg)
         recent = successes[-400:]
         rate = sum(recent) / len(recent) if recent else float("nan")
@@ -161,7 +162,7 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
             writer.add_scalar("dagger/beta", beta, it)
             writer.add_scalar("dagger/success_rate_window", rate, it)
             writer.add_scalar("dagger/level", env.level, it)
-            writer.add_scalar("dagger/dataset", len(x), it)
+            writer.add_scalar("dagger/dataset", samples, it)
             writer.add_scalar("dagger/near_share", float((w > w.min() + 1e-6).float().mean()), it)
         done = it + 1
         if on_iteration is not None:
@@ -176,5 +177,5 @@ def run_dagger(env, actor, expert, cfg: DaggerCfg, writer=None, progress=None, o
         with torch.no_grad():
             std.fill_(cfg.finetune_std)
     recent = successes[-400:]
-    return {"iterations": done, "samples": int(len(x)), "final_loss": loss_value,
+    return {"iterations": done, "samples": int(samples), "final_loss": loss_value,
             "success_rate_window": sum(recent) / len(recent) if recent else None, "level": env.level}

@@ -21,12 +21,6 @@ from torch import nn
 from rsl_rl.models import MLPModel, RNNModel
 from rsl_rl.utils import unpad_trajectories
 
-RECURRENT_INPUT = "h_in"
-"""The exported graph's hidden state input (rsl_rl's own export names it so)."""
-RECURRENT_OUTPUT = "h_out"
-"""The exported graph's hidden state output."""
-
-
 class MemoryMLPModel(RNNModel):
     """``RNNModel`` (GRU or LSTM) whose MLP reads ``[normalized observation, RNN output]``."""
 
