@@ -88,7 +88,8 @@ def stuck(positions_xy: np.ndarray, dt_s: float) -> bool:
 
 
 def load_learned(path: str | Path, skill_path: str | Path):
-    """The exported level as a batched callable (onnxruntime), after checking it fits the goto skill."""
+    """The exported level's contract and onnxruntime session, after checking it fits the goto skill and its graph's
+    inputs are what its contract says (a recurrent level's state too)."""
     import onnxruntime as ort
 
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
@@ -100,6 +101,9 @@ def load_learned(path: str | Path, skill_path: str | Path):
     skill = FrozenSkill(skill_path)
     contract.check_lower_skill(skill.contract, skill.sha256)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    from robot_hrl.planning.learned import session_act
+
+    session_act(session, contract, path)  # (the graph's inputs are what the contract says, or ContractError)
     return contract, session
 
 

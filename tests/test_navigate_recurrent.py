@@ -162,6 +162,9 @@ def test_a_graph_that_does_not_match_its_recurrent_contract_is_refused(recurrent
     hides = with_contract(recurrent_run / "nav.onnx", lambda d: d.update(recurrent=None), "hides_state.onnx")
     with pytest.raises(ContractError, match=r"takes inputs \['obs', 'h_in'\], its contract says \['obs'\]"):
         LearnedNavigator.load(hides, CRAZYFLIE_2X, skill)
+    out = subprocess.run([sys.executable, "sim/evaluate_navigate.py", "--model", str(claims), "--rooms", "1"],
+                         capture_output=True, text=True, cwd=repo_root)  # (the batched evaluation refuses it too)
+    assert out.returncode == 1 and "its contract says ['obs', 'h_in']" in out.stderr and "export the level again" in out.stderr
     bad = with_contract(recurrent_run / "nav.onnx", lambda d: d.update(recurrent={"kind": "gru", "hidden_size": 0}),
                         "bad_state.onnx")
     with pytest.raises(ContractError, match=r"(?s)malformed.*recurrent.hidden_size.*greater than 0.*re-export the model"):
