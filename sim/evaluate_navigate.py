@@ -210,10 +210,14 @@ class BatchedLevel:
     ended in the batch is not flown again)."""
 
     def __init__(self, session) -> None:
-        self.session = session
-        inputs = session.get_inputs()  # (the observation, then a recurrent level's state [1, batch, H])
-        self.state_input = inputs[1].name if len(inputs) > 1 else None
-        self.hidden_size = int(inputs[1].shape[-1]) if len(inputs) > 1 else 0
+        from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY, NavigateContract
+        from robot_hrl.planning.learned import session_act
+
+        contract = NavigateContract.from_json(session.get_modelmeta().custom_metadata_map.get(NAVIGATE_METADATA_KEY))
+        self.act = session_act(session, contract)
+        """The graph as the runtime runs it (robot_hrl.planning.learned: ``act(obs)``, or ``act(obs, state)``)."""
+        self.hidden_size = contract.recurrent.hidden_size if contract.recurrent is not None else 0
+        """The recurrent state's size (0: a feed-forward level)."""
         self.state: np.ndarray | None = None
 
     def reset(self) -> None:
@@ -222,12 +226,12 @@ class BatchedLevel:
     def __call__(self, env, obs):
         import torch
 
-        x = obs.numpy().astype(np.float32)
-        if self.state_input is None:
-            return torch.from_numpy(self.session.run(None, {"obs": x})[0])
+        x = obs.numpy()
+        if self.hidden_size == 0:
+            return torch.from_numpy(self.act(x))
         if self.state is None or self.state.shape[1] != x.shape[0]:
             self.state = np.zeros((1, x.shape[0], self.hidden_size), np.float32)
-        actions, self.state = self.session.run(None, {"obs": x, self.state_input: self.state})
+        actions, self.state = self.act(x, self.state)
         return torch.from_numpy(actions)
 
 
