@@ -1,7 +1,8 @@
 """Both levels on the Crazyflie: the navigate level's C next to the goto controller's (issue #19).
 
     python benchmarks/bench_crazyflie_navigate_codegen.py [--goto models/crazyflie_goto.onnx]
-        [--navigate models/crazyflie_navigate.onnx] [--samples 10000] [--sequences 50]
+        [--navigate models/crazyflie_navigate.onnx] [--navigate-weights float32|float16] [--samples 10000]
+        [--sequences 50]
 
 Generates both levels (``robot-hrl export-c GOTO --navigate LEVEL``) and prints:
 - parity of the level's network (host gcc) with onnxruntime on random observations, and of its decisions (subgoal,
@@ -13,6 +14,11 @@ Generates both levels (``robot-hrl export-c GOTO --navigate LEVEL``) and prints:
   nav_dense, plus the memory's work), its share of the core at its decision rate, both levels' share together;
 - an independent check of the time: instructions the Cortex-M4 build executes per worst-case decision under QEMU
   (one instruction per translation block, every execution logged), a floor of the cycles.
+With ``--navigate-weights float16`` (the level's matrices stored as binary16) the parity rows are against the level
+with its weights rounded to float16 (deploy/crazyflie/float16.py), and a row more says how far that moves the level
+from its float32 network: max |C - onnxruntime on the float32 file| of the outputs (one step from random states, a
+recurrent level, beside float16_deviation_bound's guaranteed bound; and over 8 steps, the state fed back) and of the
+decisions' subgoals.
 A recurrent level (its contract's ``recurrent``: a GRU beside the MLP) is checked over its state too: the network
 over steps with the state fed back, the decisions over episodes of three goals each (the state from zeros at each).
 Needs gcc, arm-none-eabi-gcc and (for the QEMU rows) qemu-system-arm.
@@ -37,6 +43,7 @@ from deploy.crazyflie.codegen import generate_project  # noqa: E402
 from deploy.crazyflie.cost import CPU_HZ, cycle_models_from_object, inference_cost, navigate_decision_cost  # noqa: E402
 from deploy.crazyflie.graph import Gru  # noqa: E402
 from deploy.crazyflie.example_model import random_observations  # noqa: E402
+from deploy.crazyflie.float16 import WEIGHT_STORAGES, float16_deviation_bound  # noqa: E402
 from deploy.crazyflie.host import HostController  # noqa: E402
 from deploy.crazyflie.host_navigate import HostNavigator  # noqa: E402
 from deploy.crazyflie.size import DEFAULT_FLASH_BUDGET_KB, DEFAULT_RAM_BUDGET_KB, arm_size_report, link_probe_image  # noqa: E402
@@ -46,10 +53,32 @@ def _kib(n: int) -> str:
     return f"{n} B ({n / 1024:.1f} KiB)"
 
 
+def _print_float16_deviation(level, host: HostNavigator, x: np.ndarray, seq: np.ndarray, ref16: np.ndarray) -> None:
+    """How far the float16 weights move the level from its float32 network: the C's outputs (one step from the same
+    state, against float16_deviation_bound's bound; over 8 steps, each its own state fed back) and decisions."""
+    float32 = nav_parity.onnxruntime_navigator(level, "float32")
+    model = level.model
+    if model.recurrent:
+        h = np.random.default_rng(1).uniform(-1.0, 1.0, (1, len(x), model.state_size)).astype(np.float32)
+        (out_c, h_c), (out_32, h_32) = host.forward(x, h), float32.act(x, h)
+        bound_out, bound_h = float16_deviation_bound(model, x, h)
+        step = max(float(np.abs(out_c - out_32).max()), float(np.abs(h_c - h_32).max()))
+        bound = max(float(bound_out.max()), float(bound_h.max()))
+        drift = f"; over 8 steps from zeros, the state fed back: {nav_parity.network_parity(host, float32.act, x):.3g}"
+    else:
+        step = float(np.abs(host.forward(x) - float32.act(x)).max())
+        bound, drift = float(float16_deviation_bound(model, x).max()), ""
+    sub, obs, disagree = nav_parity.compare(nav_parity.run_python(float32, seq), nav_parity.run_host(host, seq))
+    print(f"float16 vs float32    network max |C float16 - onnxruntime float32| = {step:.3g} (one step; guaranteed "
+          f"bound {bound:.3g}){drift}; decisions max |subgoal| = {sub:.3g} m, {disagree} accept/refuse differences")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--goto", default=str(REPO / "models" / "crazyflie_goto.onnx"))
     parser.add_argument("--navigate", default=str(REPO / "models" / "crazyflie_navigate.onnx"))
+    parser.add_argument("--navigate-weights", choices=WEIGHT_STORAGES, default=None,
+                        help="the level's weight storage in nav_model.c (default: export-c's)")
     parser.add_argument("--samples", type=int, default=10_000, help="random observations for the network parity")
     parser.add_argument("--sequences", type=int, default=50, help="random episodes (40 decisions each) for the decisions")
     args = parser.parse_args()
@@ -61,7 +90,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench_cf_nav_") as tmp_name:
         tmp = Path(tmp_name)
-        project = generate_project(args.goto, tmp / "cf", navigate=args.navigate)
+        project = generate_project(args.goto, tmp / "cf", navigate=args.navigate, navigate_weights=args.navigate_weights)
         level = project.navigate
         layers = " -> ".join([str(level.model.input_size)] + [str(d.weight.shape[0]) for d in level.model.dense_layers])
         gru = [s for s in level.model.steps if isinstance(s, Gru)]
@@ -69,7 +98,7 @@ def main() -> int:
             layers = f"GRU {gru[0].w.shape[1]} -> {gru[0].hidden_size} beside the MLP {level.model.dense_layers[0].weight.shape[1]}" + layers[layers.index(" ->"):]
         goals = 3 if level.contract.recurrent is not None else 1
         print(f"== {Path(args.navigate).name} ({level.model_sha256[:12]}) over {Path(args.goto).name} "
-              f"({project.model_sha256[:12]}): {layers}, {level.contract.decision_rate_hz:g} Hz")
+              f"({project.model_sha256[:12]}): {layers}, {level.contract.decision_rate_hz:g} Hz, {level.weights} weights")
 
         host = HostNavigator(HostController.build(project, tmp / "host"))
         navigator = nav_parity.onnxruntime_navigator(level)
@@ -83,10 +112,14 @@ def main() -> int:
         sub, obs, disagree = nav_parity.compare(ref, nav_parity.run_host(host, seq))
         decisions = int(np.sum(seq[:, 0] == nav_parity.OP_DECIDE))
         steps = " (8 steps from zeros, the state fed back; actions and states)" if level.model.recurrent else ""
-        print(f"parity (network)      max |C - onnxruntime| = {net:.3g} over {args.samples} random observations{steps}")
+        rounded = " (weights rounded to float16 in both)" if level.weights == "float16" else ""
+        print(f"parity (network)      max |C - onnxruntime| = {net:.3g} over {args.samples} random observations{steps}"
+              f"{rounded}")
         print(f"parity (decisions)    max |subgoal C - LearnedNavigator.decide| = {sub:.3g} m, observation {obs:.3g}, "
               f"{disagree} accept/refuse differences, over {decisions} decisions ({args.sequences} random episodes of "
               f"{goals} goal{'s' if goals > 1 else ''}), host gcc")
+        if level.weights == "float16":
+            _print_float16_deviation(level, host, x, seq, ref)
         qemu = shutil.which("qemu-system-arm") is not None
         if qemu:
             from deploy.crazyflie.qemu_navigate import count_instructions, run_navigate_on_qemu, worst_case_sequence

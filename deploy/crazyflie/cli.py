@@ -19,9 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from deploy.crazyflie.codegen import GeneratedProject, generate_project
+from deploy.crazyflie.codegen_navigate import NAVIGATE_WEIGHTS
 from deploy.crazyflie.cost import NavigateDecisionCost
 from deploy.crazyflie.cost import NOMINAL, PESSIMISTIC, CycleModel, InferenceCost, cycle_models_from_object, inference_cost
 from deploy.crazyflie.errors import BudgetError, CodegenError, FlashError, ToolchainError
+from deploy.crazyflie.float16 import WEIGHT_STORAGES
 from deploy.crazyflie.flash import DEFAULT_IMAGE, check_image, flash_image, require_link
 from deploy.crazyflie.size import DEFAULT_FLASH_BUDGET_KB, DEFAULT_RAM_BUDGET_KB, SizeReport, arm_size_report, check_budget
 
@@ -135,7 +137,9 @@ def navigate_parity(project: GeneratedProject, n_samples: int = DEFAULT_PARITY_S
                     build_dir: str | Path | None = None) -> tuple[float, float, float, int]:
     """The generated level (host gcc) against its Python twin: (max |nav_forward - onnxruntime| over ``n_samples``
     random observations, max |subgoal C - LearnedNavigator.decide| in m and max |observation C - Python| over
-    ``n_sequences`` random episodes, decisions compared). A decision one accepts and the other refuses is an error."""
+    ``n_sequences`` random episodes, decisions compared). A decision one accepts and the other refuses is an error. A
+    level whose weights are stored as float16 is compared with its network with those weights (the weights rounded to
+    float16 in the reference too: navigate_parity.onnxruntime_navigator)."""
     from deploy.crazyflie import navigate_parity as nav_parity
     from deploy.crazyflie.example_model import random_observations
     from deploy.crazyflie.host import HostController
@@ -169,11 +173,12 @@ def export_c(model: str | Path, out: str | Path, *, size_check: bool = True, par
              parity_samples: int = DEFAULT_PARITY_SAMPLES, flash_budget_kb: float = DEFAULT_FLASH_BUDGET_KB,
              ram_budget_kb: float = DEFAULT_RAM_BUDGET_KB,
              time_budget_us: float = DEFAULT_TIME_BUDGET_US, navigate: str | Path | None = None,
-             navigate_sequences: int = DEFAULT_NAVIGATE_SEQUENCES) -> ExportResult:
+             navigate_sequences: int = DEFAULT_NAVIGATE_SEQUENCES, navigate_weights: str | None = None) -> ExportResult:
     """Generate, check parity on the host, cross-compile and check the budgets; write report.json. With ``navigate``
     (a navigate level trained over ``model``) the level too: its parity (network and decisions), its size and time;
-    the flash and RAM budgets then hold for both levels together."""
-    project = generate_project(model, out, navigate=navigate)
+    the flash and RAM budgets then hold for both levels together. ``navigate_weights``: the level's weight storage
+    (``float32``, ``float16``; None: its default); its parity is then against the network with those weights."""
+    project = generate_project(model, out, navigate=navigate, navigate_weights=navigate_weights)
     cost = inference_cost(project.model)
     parity = None
     if parity_check:
@@ -250,6 +255,12 @@ class ExportC:
                                  "robot_hrl's LearnedNavigator on random sequences; the flash and RAM budgets then hold for "
                                  "both levels together. Refused when the level was trained over another goto model or "
                                  "robot")
+        parser.add_argument("--navigate-weights", choices=WEIGHT_STORAGES, default=None,
+                            help=f"how src/nav_model.c stores the navigate level's matrices (default {NAVIGATE_WEIGHTS}): "
+                                 "float32, or float16 (IEEE 754 binary16, converted to float as they are read: half the "
+                                 "flash of its weights, for a level over the flash budget; the computation stays float32, "
+                                 "biases and normalisation stay float32; its parity is checked against the level with its "
+                                 "weights rounded to float16)")
         parser.add_argument("--navigate-sequences", type=int, default=DEFAULT_NAVIGATE_SEQUENCES,
                             help="random episodes (40 decisions each) for the navigate level's decision parity check")
         parser.add_argument("--flash-budget-kb", type=float, default=DEFAULT_FLASH_BUDGET_KB,
@@ -276,7 +287,7 @@ class ExportC:
                           parity_check=not args.no_parity_check, parity_samples=args.parity_samples,
                           flash_budget_kb=args.flash_budget_kb, ram_budget_kb=args.ram_budget_kb,
                           time_budget_us=args.time_budget_us, navigate=args.navigate,
-                          navigate_sequences=args.navigate_sequences)
+                          navigate_sequences=args.navigate_sequences, navigate_weights=args.navigate_weights)
         p = result.project
         layers = " -> ".join([str(p.model.input_size)] + [str(d.weight.shape[0]) for d in p.model.dense_layers])
         print(f"wrote {p.out_dir}/ (src/policy_model.c, src/policy_io.c, src/controller_policy.c, Makefile, Kbuild, "
@@ -296,9 +307,11 @@ class ExportC:
             if p.navigate.model.state_size:
                 layers += f" beside a GRU of {p.navigate.model.state_size} (its state kept between decisions)"
             print(f"navigate level {p.navigate.model_path.name}: src/nav_model.c, src/nav_io.c; network {layers}, "
-                  f"{nav.cost.network.parameters} parameters, {p.navigate.contract.decision_rate_hz:g} Hz")
+                  f"{nav.cost.network.parameters} parameters ({p.navigate.weights} weights), "
+                  f"{p.navigate.contract.decision_rate_hz:g} Hz")
             if nav.decision_parity_max_m is not None:
-                print(f"  parity max |C - onnxruntime| = {nav.network_parity_max_abs:.3g} (network); subgoal "
+                rounded = ", weights rounded to float16 in both" if p.navigate.weights == "float16" else ""
+                print(f"  parity max |C - onnxruntime| = {nav.network_parity_max_abs:.3g} (network{rounded}); subgoal "
                       f"{nav.decision_parity_max_m:.3g} m, observation {nav.observation_parity_max_abs:.3g} against "
                       f"LearnedNavigator on {nav.decisions_checked} decisions of random sequences")
             if nav.size is not None:

@@ -82,9 +82,15 @@ def read_contract(model, path: Path | None = None) -> PolicyContract:
     return PolicyContract.from_json(text)
 
 
-def generate_project(model_path: str | Path, out_dir: str | Path, navigate: str | Path | None = None) -> GeneratedProject:
+def generate_project(model_path: str | Path, out_dir: str | Path, navigate: str | Path | None = None,
+                     navigate_weights: str | None = None) -> GeneratedProject:
     """Lower ``model_path`` and write the out-of-tree controller project to ``out_dir``; with ``navigate`` (a
-    navigate level's ONNX, trained over this goto model) the level's C too (deploy/crazyflie/codegen_navigate.py)."""
+    navigate level's ONNX, trained over this goto model) the level's C too (deploy/crazyflie/codegen_navigate.py),
+    its matrices stored as ``navigate_weights`` (``float32`` or ``float16``; None: the level's default,
+    codegen_navigate.NAVIGATE_WEIGHTS). The goto skill's weights are float32."""
+    if navigate_weights is not None and navigate is None:
+        raise CodegenError("navigate_weights (--navigate-weights) is the navigate level's storage: give the level too "
+                           "(--navigate LEVEL.onnx)")
     model_path = Path(model_path)
     onnx_model = load_onnx(model_path)
     contract = read_contract(onnx_model, model_path)
@@ -114,10 +120,11 @@ def generate_project(model_path: str | Path, out_dir: str | Path, navigate: str 
     controller_c = CONTROLLER_C.format(banner=banner)
     level = None
     if navigate is not None:
-        from deploy.crazyflie.codegen_navigate import generate_navigate_level
+        from deploy.crazyflie.codegen_navigate import NAVIGATE_WEIGHTS, generate_navigate_level
 
         level = generate_navigate_level(navigate, Path(out_dir) / "src", contract, sha,
-                                        f"For crazyflie-firmware {FIRMWARE_RELEASE} ({FIRMWARE_PLATFORM}); plain C, math.h only.")
+                                        f"For crazyflie-firmware {FIRMWARE_RELEASE} ({FIRMWARE_PLATFORM}); plain C, math.h only.",
+                                        weights=navigate_weights or NAVIGATE_WEIGHTS)
     # the heading loop the level was trained with (its contract's heading), under the goto in the controller
     heading_h, heading_c = generate_heading_c(contract, level.contract.heading if level is not None else None, robot,
                                               banner)

@@ -149,11 +149,16 @@ def compare(reference: np.ndarray, c: np.ndarray) -> tuple[float, float, int]:
             float(np.max(np.abs(reference[both, 4:] - c[both, 4:]))), disagree)
 
 
-def onnxruntime_navigator(level):
-    """A LearnedNavigator of a generated level (its contract and rangers) acting through onnxruntime on its file."""
+def onnxruntime_navigator(level, weights: str | None = None):
+    """A LearnedNavigator of a generated level (its contract and rangers) acting through onnxruntime on its file, with
+    the weights the C stores (``level.weights``; or ``weights``): ``float16`` runs the file's copy whose weights went
+    through the generator's rounding (deploy/crazyflie/float16.py), the network the C computes; ``float32`` the file."""
     import onnxruntime as ort
 
+    from deploy.crazyflie.float16 import float16_reference_onnx
     from robot_hrl.planning.learned import LearnedNavigator, session_act
 
-    session = ort.InferenceSession(str(level.model_path), providers=["CPUExecutionProvider"])
+    weights = weights or level.weights
+    source = float16_reference_onnx(level.model_path) if weights == "float16" else str(level.model_path)
+    session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
     return LearnedNavigator(level.contract, level.sensors, session_act(session, level.contract, level.model_path))
