@@ -7,7 +7,8 @@ Each flight is judged from PyBullet's contacts. The same flights are flown unshi
 optionally with the backup's debounce overridden (``--recover-s``) or longer flights (``--time-s``), and the script
 prints the hits of each. ``--at-start``: each flight starts 0.3-0.6 m from the box with the way to it between two
 rangers' cones (nothing seen of it yet: the ``unseen`` rule's case); ``--unseen-travel-m off`` flies without that rule.
-``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is off). ``--past-corner``:
+``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is off); ``--unknown-blind-creep-m
+M|off`` its creep while no cone looks the way the robot goes. ``--past-corner``:
 the planner flies an arc through a corner of the box; under the level's heading loop the robot turns along it, and the
 corner can stay between the front cone and a side cone all the way in (the case the ``unknown`` rule was written for;
 the drill's contacts are the same with and without it: benchmarks/README.md, "Issue #19: the hold's ratchet, and
@@ -57,6 +58,10 @@ def main(argv=None) -> int:
                     help="override range_obstacles.unknown_creep_m (toward a cell no cone has seen empty, the stopping "
                          "travel stops min_clearance_m short of it or is at most this); off: the rule is off; default: "
                          "the range source's (RANGE_SHIELD_SECTION)")
+    ap.add_argument("--unknown-blind-creep-m", default=None, metavar="M|off",
+                    help="override range_obstacles.unknown_blind_creep_m (while no cone looks the way the robot goes, "
+                         "toward the unknown cells in its path the stopping travel ends short of the cell or at most "
+                         "this beyond it); off: the creep holds whatever the yaw; default: the range source's (off)")
     ap.add_argument("--unseen-within-m", type=float, default=None, metavar="M",
                     help="override range_obstacles.unseen_within_m: the rule acts only within this distance of the "
                          "start; default: the range source's")
@@ -70,7 +75,8 @@ def main(argv=None) -> int:
     if args.recover_s is not None and not args.recover_s >= 0.0:
         ap.error(f"--recover-s must be a number of seconds >= 0, got {args.recover_s}")
     section = {}  # the range section's keys these options override
-    for key, given in (("unseen_travel_m", args.unseen_travel_m), ("unknown_creep_m", args.unknown_creep_m)):
+    for key, given in (("unseen_travel_m", args.unseen_travel_m), ("unknown_creep_m", args.unknown_creep_m),
+                       ("unknown_blind_creep_m", args.unknown_blind_creep_m)):
         if given is None:
             continue
         try:
@@ -124,7 +130,7 @@ def main(argv=None) -> int:
     where = "from the start, between two cones" if args.at_start else "along an arc past a corner" if args.past_corner else "along an axis" if args.along_axis else "any bearing"
     print(f"seeds {args.first_seed}-{args.last_seed - 1}, {where}, unseen_travel_m {unseen}"
           + (f" within {within:g} m of the start" if unseen is not None and within is not None else "")
-          + f", unknown_creep_m {flown.get('unknown_creep_m')}, "
+          + f", unknown_creep_m {flown.get('unknown_creep_m')}, unknown_blind_creep_m {flown.get('unknown_blind_creep_m')}, "
           f"flights of {args.time_s:g} s, debounce {debounce:g} s"
           + (f", heading loop {heading.mode} (lead {heading.lead_s:g} s, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s; 0: no limit)" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
     return 0

@@ -16,6 +16,7 @@ them over their rooms, one grid per planner and density, beside the success bars
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import sys
@@ -130,7 +131,7 @@ def _summaries(records: list[dict]) -> dict:
 
 def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize: bool = True,
                      episode_length_s: float = TIME_LIMIT_S, shielded: bool = False, randomization: dict | None = None,
-                     trail=None, heading=None) -> dict:
+                     trail=None, heading=None, range_section: dict | None = None) -> dict:
     """Every planner flies every room once in the batched simulator. ``planners``: name -> fn(env, obs) -> actions.
 
     ``shielded``: the skill's commands go through the runtime's shield with the range source only, one per flight
@@ -139,7 +140,8 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
     (None: the goto environment's own, or with ``shielded`` its batteries from :data:`SHIELDED_BATTERY_RANGE_V`).
     ``trail``: the level's contract's ``trail`` (a TrailSpec), when it observes one: the environment keeps it.
     ``heading``: the level's contract's ``heading`` (a HeadingSpec), when it was trained with one: every planner's robot
-    flies with that yaw loop (robot_hrl.runtime.heading), so all fly the same robot."""
+    flies with that yaw loop (robot_hrl.runtime.heading), so all fly the same robot. ``range_section``: the range
+    source's zones (default :data:`RANGE_SHIELD_SECTION`; :func:`range_section_with` makes one with keys changed)."""
     import torch
 
     from sim.envs.nav_rooms import RoomPool
@@ -165,7 +167,8 @@ def evaluate_batched(planners: dict, rooms, skill_path, seed: int = 0, randomize
             from robot_hrl.runtime import OnnxPolicy
             from sim.navigate_shield import BatchedShield
 
-            env.shield = BatchedShield(env, rooms, OnnxPolicy(skill_path, provider="cpu"), seed=seed, active=~finished)
+            env.shield = BatchedShield(env, rooms, OnnxPolicy(skill_path, provider="cpu"), section=range_section, seed=seed,
+                                       active=~finished)
         obs = env.reset()
         if hasattr(planner, "reset"):  # (a recurrent level's state: zeros at the batch's first decision)
             planner.reset()
@@ -235,6 +238,24 @@ class BatchedLevel:
         return torch.from_numpy(actions)
 
 
+def range_section_with(overrides: list[str] | None) -> dict | None:
+    """The range source's zones with ``KEY=VALUE`` overrides (``--range-key``; ``off``: None, a key's "rule off"), or
+    None without any. ValueError naming the override for a value that is not a number or ``off``; a key the section
+    does not have is refused when the shield is built (robot_hrl.safety.units.range_obstacles.RangeObstaclesCfg)."""
+    if not overrides:
+        return None
+    section = copy.deepcopy(RANGE_SHIELD_SECTION)
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--range-key {item!r}: write KEY=VALUE, e.g. unknown_blind_creep_m=0.06")
+        try:
+            section[key.strip()] = None if value.strip() == "off" else float(value)
+        except ValueError:
+            raise ValueError(f"--range-key {item!r}: {value!r} is not a number or 'off'") from None
+    return section
+
+
 def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0) -> dict:
     import torch
 
@@ -251,11 +272,12 @@ def batched_planners(learned_session=None, rooms=None, max_offset_m: float = 1.0
 
 def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: float = 2.0, time_limit_s: float = TIME_LIMIT_S,
                  goal_tolerance_m: float = 0.3, max_offset_m: float = 1.0, contract=None, shielded: bool = False,
-                 heading=None) -> dict:
+                 heading=None, range_section: dict | None = None) -> dict:
     """One room in PyBullet: the goto skill through the runtime (OnnxPolicy), the rangers by rayTestBatch.
 
     ``shielded``: the skill's commands go through the shield with the range source only (:func:`range_shield`:
-    the room is unmapped for it), fed with every ranger reading, every subgoal filtered on arrival.
+    the room is unmapped for it), fed with every ranger reading, every subgoal filtered on arrival; ``range_section``:
+    its zones (default :data:`RANGE_SHIELD_SECTION`).
 
     ``contract``: the learned level's NavigateContract (its observation, range memory, action mapping and
     decision rate); None (a baseline): the memory-free observation and a ``max_offset_m`` offset radius.
@@ -300,7 +322,7 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
         steps, path, collided, success, infer_s, decisions = 0, 0.0, False, False, 0.0, 0
         positions = [state.position_w.copy()]
 
-        shield = range_shield(policy, room) if shielded else None
+        shield = range_shield(policy, room, range_section) if shielded else None
         unit = shield.unit("range_obstacles") if shield is not None else None
         interventions: dict[str, int] = {}
 
@@ -367,7 +389,7 @@ def fly_pybullet(room, planner, skill_path, seed: int = 0, decision_rate_hz: flo
 
 
 def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contracts: dict | None = None,
-                      shielded: bool = False, time_limit_s: float = TIME_LIMIT_S) -> dict:
+                      shielded: bool = False, time_limit_s: float = TIME_LIMIT_S, range_section: dict | None = None) -> dict:
     """Every planner flies every room in PyBullet; ``contracts``: planner name -> its NavigateContract (learned ones).
     A level trained with a heading loop (its contract's ``heading``): every planner's robot flies with it, as in
     :func:`evaluate_batched`."""
@@ -382,7 +404,8 @@ def evaluate_pybullet(planners: dict, rooms, skill_path, seed: int = 0, contract
         records = []
         for i, room in enumerate(tqdm(rooms, desc=f"pybullet {name}", unit="room", leave=False)):
             r = fly_pybullet(room, planner, skill_path, seed + i, time_limit_s=time_limit_s,
-                             contract=(contracts or {}).get(name), shielded=shielded, heading=heading)
+                             contract=(contracts or {}).get(name), shielded=shielded, heading=heading,
+                             range_section=range_section)
             r["symbolic_length_m"] = lengths[i]
             r.pop("positions_w")
             records.append(r)
@@ -497,6 +520,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(range_obstacles, RANGE_SHIELD_SECTION's zones; the rooms unmapped for it), fed by the rangers at "
                              "their rate; collisions are still judged from the simulator (PyBullet's contacts, the batched "
                              "simulator's boxes)")
+    parser.add_argument("--range-key", action="append", default=None, metavar="KEY=VALUE",
+                        help="with --range-shield: change a key of the range source's zones (RANGE_SHIELD_SECTION, "
+                             "shield_ranges.yaml's), e.g. unknown_blind_creep_m=0.06; 'off' for None (a rule off); "
+                             "repeatable")
     parser.add_argument("--time-limit-s", type=float, default=TIME_LIMIT_S,
                         help=f"a flight that has not reached its goal by then is a time-out (default {TIME_LIMIT_S:g}, the "
                              "evaluation's figures); longer limits also print success within the default one, so slow "
@@ -510,6 +537,12 @@ def main(argv: list[str] | None = None) -> int:
     from robot_hrl.errors import RobotHrlError
     from robot_hrl.world.rooms import generate_room, room_seeds
 
+    try:
+        range_section = range_section_with(args.range_key)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if range_section is not None and not args.range_shield:
+        parser.error("--range-key changes the range shield's zones: fly with --range-shield")
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
     rooms = [generate_room(d, s, args.split) for d in DENSITY_NAMES for s in room_seeds(args.split, args.rooms, args.seed_offset)]
@@ -535,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         results = evaluate_batched(chosen(batched_planners(session, rooms)), rooms, args.skill, args.seed,
                                    episode_length_s=args.time_limit_s, shielded=args.range_shield,
                                    trail=contract.trail if session is not None else None,
-                                   heading=contract.heading if session is not None else None)
+                                   heading=contract.heading if session is not None else None, range_section=range_section)
     else:
         from sim.navigate_baselines import reactive_potential_field
         planners = {}
@@ -546,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
         planners["reactive"] = lambda obs: reactive_potential_field(torch.from_numpy(obs)).numpy()
         results = evaluate_pybullet(chosen(planners), rooms, args.skill, args.seed,
                                     {"learned": contract} if session is not None else None, shielded=args.range_shield,
-                                    time_limit_s=args.time_limit_s)
+                                    time_limit_s=args.time_limit_s, range_section=range_section)
     for name, r in results.items():
         for d, s in r["by_density"].items():
             lo, hi = s["success_ci95"]

@@ -29,7 +29,7 @@ RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_dis
                         "source_timeout_s": 0.35, "obstacles_angle_rad": 0.0873, "memory_range_m": 2.0,
                         "memory_capacity": 1024, "memory_spacing_m": 0.02, "memory_age_s": 2.0, "confirm_angle_rad": 0.1745,
                         "clear_margin_m": 0.1, "unseen_travel_m": 0.25, "unseen_within_m": 1.0,
-                        "unknown_creep_m": 0.25, "unknown_cell_m": 0.05}
+                        "unknown_creep_m": 0.25, "unknown_cell_m": 0.05, "unknown_blind_creep_m": None}
 """The range source's zones for the evaluation (docs/safety.md, "The shield without a map"); the skill node's
 ``shield_ranges.yaml`` holds the same (tests/test_planner_learned.py checks it)."""
 

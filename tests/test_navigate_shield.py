@@ -112,3 +112,29 @@ def test_a_shield_for_another_robot_is_refused(rooms, repo_root):
     other = SimpleNamespace(robot=get_robot("diff_drive"), contract=None)
     with pytest.raises(ValueError, match=r"'diff_drive' \[\].*pass the goto skill the environment was built on"):
         BatchedShield(env, rooms[:1], other)
+
+
+def test_the_range_section_takes_key_overrides_and_refuses_bad_ones():
+    """``sim/evaluate_navigate.py --range-key KEY=VALUE`` (range_section_with): a number, ``off`` for None; a malformed
+    override and a value that is no number are refused naming it; a key the section does not have is refused by the
+    shield's config with the key named; without overrides the evaluation flies the range source's own section."""
+    from robot_hrl.errors import ConfigError
+    from robot_hrl.robots import get_robot
+    from sim.evaluate_navigate import range_section_with
+    from sim.navigate_shield import RANGE_SHIELD_SECTION, range_shield_config
+
+    assert range_section_with(None) is None and range_section_with([]) is None
+    section = range_section_with(["unknown_blind_creep_m=0.06", "unseen_travel_m=off"])
+    assert section["unknown_blind_creep_m"] == 0.06 and section["unseen_travel_m"] is None
+    changed = ("unknown_blind_creep_m", "unseen_travel_m")
+    assert {k: v for k, v in section.items() if k not in changed} == \
+        {k: v for k, v in RANGE_SHIELD_SECTION.items() if k not in changed}
+    assert RANGE_SHIELD_SECTION["unseen_travel_m"] == 0.25  # the module's section is not changed
+    robot = get_robot("crazyflie_2x")
+    assert range_shield_config(robot, section).range_obstacles.unknown_blind_creep_m == 0.06
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        range_section_with(["unknown_blind_creep_m"])
+    with pytest.raises(ValueError, match="not a number"):
+        range_section_with(["unknown_blind_creep_m=fast"])
+    with pytest.raises(ConfigError, match="no_such_key"):
+        range_shield_config(robot, range_section_with(["no_such_key=1"]))

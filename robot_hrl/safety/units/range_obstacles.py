@@ -47,12 +47,22 @@ point to everywhere the robot can be before it stops. Clearances are distances m
   grid of ``unknown_cell_m``, :class:`robot_hrl.sensing.seen_cells.SeenCells`) its cone covers nearer than the reading
   less ``clear_margin_m`` seen empty, as a costmap clears along a ray; the robot's own disk is seen each tick. A cell
   never seen may hold an obstacle anywhere in it: toward the nearest such cell per bearing sector the stopping travel
-  must end ``min_clearance_m`` short of the cell, or be at most ``unknown_creep_m`` (the robot can always creep; the
-  heading loop turns the front cone to where it moves, and the cells ahead are seen). A robot flying along its front
-  cone has the way ahead seen; one cutting round the end of a wall, into the gap between two cones, is slowed until a
-  cone has looked there (a held-out flight met a wall's corner at 0.76 m/s that way: benchmarks/README.md, "Issue #19:
-  where no cone has looked"). Cells beyond ``memory_range_m`` are not asked about. Off (None) by default; the
-  Crazyflie's range source turns it on (``shield_ranges.yaml``: a creep of 0.25 m, cells of 0.05 m).
+  must end ``min_clearance_m`` short of the cell, or be at most ``unknown_creep_m``: the robot can creep, since the
+  heading loop turns the front cone to where it moves and the cells ahead are seen. A robot flying along its front cone
+  has the way ahead seen; one cutting round the end of a wall, into the gap between two cones, is slowed until a cone
+  has looked there (a held-out flight met a wall's corner at 0.76 m/s that way: benchmarks/README.md, "Issue #19:
+  where no cone has looked"). The creep's premise fails when the yaw is off the motion by more than a cone's half
+  angle (about half the moving ticks of a dense flight under the heading loop's lead): a held-out flight whose yaw
+  lagged its motion by 17 degrees in a turn crept on at 0.5-0.7 m/s (0.25 m of stopping travel) into a wall face
+  between its front and left cones and met it 2 cm from the wall's end. With ``unknown_blind_creep_m`` set, while no
+  cone's field of view (its horizontal bearing) holds the way the robot goes (its velocity, or from near hover where
+  its command can take it), toward the unknown cells in its path (ahead, within its radius and half a cell of its
+  line) the stopping travel must end short of the cell or be at most that beyond its edge. Off by default and in the
+  Crazyflie's section: at 0.06 m it kept the contact's flight off the wall but cost about 2.3 s per flight and dense
+  successes, and stricter forms stalled robots, since a cone's fan is narrower than the robot for its first 0.28 m and
+  the cells at its shoulders stay unknown (benchmarks/README.md, "Issue #19: the creep into the blind sector"). Cells
+  beyond ``memory_range_m`` are not asked about. Off (None) by default; the Crazyflie's range source turns it on
+  (``shield_ranges.yaml``: a creep of 0.25 m, cells of 0.05 m).
 * ``source_timeout``: a listed sensor whose latest reading is older than ``source_timeout_s`` (or that
   never reported) makes the unit reject, as Nav2's collision monitor stops the robot on a stale source
   (navigation2 PR #3880, "Add a watchdog mechanism"). ``source_timeout_s: 0`` turns the check off.
@@ -119,6 +129,11 @@ class RangeObstaclesCfg(BaseModel):
                                                                    "empty, the stopping travel leaves min_clearance_m "
                                                                    "before it, or is at most this (None: the rule is "
                                                                    "off)")
+    unknown_blind_creep_m: float | None = Field(None, ge=0.0, description="while no cone's field of view holds the way "
+                                                                        "the robot goes, toward the unknown cells in "
+                                                                        "its path the stopping travel ends short of the "
+                                                                        "cell or at most this beyond its edge (None: "
+                                                                        "the creep holds whatever the yaw)")
     unknown_cell_m: float = Field(0.05, gt=0.0, le=0.5, description="side of the cells the unknown rule keeps "
                                                                     "(robot_hrl.sensing.seen_cells)")
 
@@ -219,6 +234,7 @@ class RangeObstacleUnit(ShieldUnit):
         self.looked = np.zeros(sectors, dtype=bool)
         """Sectors some level ranger's cone has covered since the unit started (the ``unseen`` rule's picture)."""
         self.unknown_creep_m = o.unknown_creep_m
+        self.unknown_blind_creep_m = o.unknown_blind_creep_m
         self.seen_cells = SeenCells(o.unknown_cell_m, slots=max(128, int(math.ceil(2.0 * (o.memory_range_m + 1.0)
                                                                                  / o.unknown_cell_m))))
         """The cells some level cone has seen empty (the ``unknown`` rule's picture; a torus wider than twice the
@@ -408,12 +424,17 @@ class RangeObstacleUnit(ShieldUnit):
     def _unknown(self, tick: Tick) -> None:
         """The ``unknown`` rule, after the others: every cell within the stopping reach that no level cone has seen
         empty may hold an obstacle anywhere in it. Toward each (the nearest per bearing sector), the stopping travel
-        must leave ``min_clearance_m``, or be at most ``unknown_creep_m`` (the robot can always creep: the heading loop
-        turns the front cone to where it moves, and the cells ahead are seen)."""
+        must leave ``min_clearance_m``, or be at most ``unknown_creep_m`` (the heading loop turns the front cone to
+        where the robot moves, and the cells ahead are seen). While no cone looks the way the robot goes
+        (:meth:`_way_it_goes`, :meth:`_a_cone_looks_along`) and ``unknown_blind_creep_m`` is set, toward the cells
+        in its path the creep is only that beyond the cell's edge."""
         creep = self.unknown_creep_m
         reach = self._reach(tick)
-        if reach <= creep:
-            return  # the robot stands still within the creep whatever lies around it
+        blind = self.unknown_blind_creep_m
+        way = None if blind is None else self._way_it_goes(tick)
+        looking = way is None or self._a_cone_looks_along(tick, way)
+        if reach <= creep and (looking or reach <= blind):
+            return  # the robot stops within the creep it has wherever it goes
         p = tick.p
         half_diag = 0.5 * math.sqrt(2.0) * self.seen_cells.cell_m
         look = min(self.radius + self.min_clearance_m + reach + half_diag, self.memory_range_m)  # the hits' horizon too
@@ -422,7 +443,14 @@ class RangeObstacleUnit(ShieldUnit):
             return
         rel = centres - (p[0], p[1])
         rho = np.sqrt((rel * rel).sum(-1))
-        allowed = np.maximum(rho - half_diag - self.radius - self.min_clearance_m, creep)
+        free = np.maximum(rho - half_diag - self.radius, 0.0)  # travel that would bring the robot to the cell's edge
+        allowed = np.maximum(free - self.min_clearance_m, creep)
+        if not looking:  # the cells in the robot's path: only unknown_blind_creep_m beyond their edge
+            ahead = rel @ way
+            lateral = np.abs(rel[:, 0] * way[1] - rel[:, 1] * way[0])
+            in_path = (ahead > 0.0) & (lateral < self.radius + half_diag)
+            allowed = np.where(in_path, np.maximum(free - self.min_clearance_m, np.minimum(creep, np.maximum(free, blind))),
+                               allowed)
         sector = self._sector_of(rel)
         limit = np.full(len(self.sector_w), np.inf)
         np.minimum.at(limit, sector, allowed)
@@ -438,6 +466,37 @@ class RangeObstacleUnit(ShieldUnit):
                                              f"> {limit[k]:.3f} m: space no ranger has seen empty lies that way; the "
                                              "robot goes slower until a cone has looked there")
                 return
+
+    GOING_SPEED_MPS = 0.1
+    """Above this horizontal speed the way the robot goes is its velocity's direction; below it, the direction of the
+    stopping box's farthest corner (where the command can take it)."""
+
+    def _way_it_goes(self, tick: Tick) -> np.ndarray | None:
+        """The horizontal unit direction the robot goes (world): its velocity's above :attr:`GOING_SPEED_MPS`, else
+        toward the stopping box's farthest corner (where its command can take it); None when it stands still."""
+        v, p = tick.v, tick.p
+        speed = math.hypot(v[0], v[1])
+        if speed >= self.GOING_SPEED_MPS:
+            return np.array([v[0] / speed, v[1] / speed])
+        x0, x1, y0, y1, _, _, _ = tick_stopping_box(self.m, tick)
+        dx = x1 - p[0] if x1 - p[0] >= p[0] - x0 else x0 - p[0]
+        dy = y1 - p[1] if y1 - p[1] >= p[1] - y0 else y0 - p[1]
+        h = math.hypot(dx, dy)
+        return None if h < 1e-6 else np.array([dx / h, dy / h])
+
+    def _a_cone_looks_along(self, tick: Tick, way: np.ndarray) -> bool:
+        """Whether a level cone's field of view holds the horizontal direction ``way`` now: the ``unknown`` rule's
+        creep is for a robot whose cone looks ahead of it (the cells it creeps toward are seen as it goes). One whose
+        yaw lags its motion by more than the cone's half angle, as the heading loop does in a quick turn, goes where
+        no cone will look. The cones' horizontal bearings count, tilted or not: a robot tilts to accelerate and brake,
+        and levels again while it goes on (a tilted cone sees nothing into the cells meanwhile)."""
+        rot = np.array(tick.r, dtype=np.float64).reshape(3, 3)
+        for i, spec in enumerate(self.specs):
+            axis = rot @ np.asarray(spec.direction_b)
+            horizontal = math.hypot(axis[0], axis[1])
+            if horizontal > 0.0 and way[0] * axis[0] + way[1] * axis[1] >= self.look_cos[i] * horizontal:
+                return True
+        return False
 
     def _box_support(self, tick: Tick, n: np.ndarray) -> np.ndarray:
         """How far the stopping box reaches from the robot along each horizontal unit direction ``n`` (K, 2), m: a
