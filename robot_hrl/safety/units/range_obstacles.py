@@ -485,7 +485,7 @@ class RangeObstacleUnit(ShieldUnit):
         return None if h < 1e-6 else np.array([dx / h, dy / h])
 
     def _a_cone_looks_along(self, tick: Tick, way: np.ndarray) -> bool:
-        """Whether a level cone's field of view holds the horizontal direction ``way`` now: the ``unknown`` rule's
+        """Whether a cone's field of view holds the horizontal direction ``way`` now: the ``unknown`` rule's
         creep is for a robot whose cone looks ahead of it (the cells it creeps toward are seen as it goes). One whose
         yaw lags its motion by more than the cone's half angle, as the heading loop does in a quick turn, goes where
         no cone will look. The cones' horizontal bearings count, tilted or not: a robot tilts to accelerate and brake,
