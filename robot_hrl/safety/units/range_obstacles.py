@@ -230,6 +230,8 @@ class RangeObstacleUnit(ShieldUnit):
         self.sector_w = np.stack([np.cos(centre), np.sin(centre)], axis=1)
         """Each sector's centre bearing as a world unit vector (horizontal; ``obstacles_angle_rad`` wide or just under)."""
         self.look_cos = tuple(math.cos(0.5 * s.field_of_view_rad) for s in self.specs)
+        self.directions_b = np.array([s.direction_b for s in self.specs], dtype=np.float64)
+        """The rangers' axes (S, 3), body frame (:meth:`_a_cone_looks_along` turns them all at once)."""
         """A sector whose centre is within a cone's half angle of its axis is looked along by its reading."""
         self.looked = np.zeros(sectors, dtype=bool)
         """Sectors some level ranger's cone has covered since the unit started (the ``unseen`` rule's picture)."""
@@ -490,13 +492,9 @@ class RangeObstacleUnit(ShieldUnit):
         yaw lags its motion by more than the cone's half angle, as the heading loop does in a quick turn, goes where
         no cone will look. The cones' horizontal bearings count, tilted or not: a robot tilts to accelerate and brake,
         and levels again while it goes on (a tilted cone sees nothing into the cells meanwhile)."""
-        rot = np.array(tick.r, dtype=np.float64).reshape(3, 3)
-        for i, spec in enumerate(self.specs):
-            axis = rot @ np.asarray(spec.direction_b)
-            horizontal = math.hypot(axis[0], axis[1])
-            if horizontal > 0.0 and way[0] * axis[0] + way[1] * axis[1] >= self.look_cos[i] * horizontal:
-                return True
-        return False
+        axes = self.directions_b @ np.array(tick.r, dtype=np.float64).reshape(3, 3).T   # (S, 3), world
+        horizontal = np.hypot(axes[:, 0], axes[:, 1])
+        return bool(np.any((horizontal > 0.0) & (axes[:, :2] @ way >= np.asarray(self.look_cos) * horizontal)))
 
     def _box_support(self, tick: Tick, n: np.ndarray) -> np.ndarray:
         """How far the stopping box reaches from the robot along each horizontal unit direction ``n`` (K, 2), m: a
