@@ -7,7 +7,8 @@ Each flight is judged from PyBullet's contacts. The same flights are flown unshi
 optionally with the backup's debounce overridden (``--recover-s``) or longer flights (``--time-s``), and the script
 prints the hits of each. ``--at-start``: each flight starts 0.3-0.6 m from the box with the way to it between two
 rangers' cones (nothing seen of it yet: the ``unseen`` rule's case); ``--unseen-travel-m off`` flies without that rule.
-``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is off); ``--unknown-blind-creep-m
+``--hold-turn-max-rate-dps DPS|off`` overrides how a hold
+keeps the heading loop's yaw torque (off: it damps the yaw). ``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is off); ``--unknown-blind-creep-m
 M|off`` its creep while no cone looks the way the robot goes. ``--past-corner``:
 the planner flies an arc through a corner of the box; under the level's heading loop the robot turns along it, and the
 corner can stay between the front cone and a side cone all the way in (the case the ``unknown`` rule was written for;
@@ -20,6 +21,8 @@ stall escapes").
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 400 --at-start --heading-from models/crazyflie_navigate.onnx
     python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 400 --past-corner --heading-from models/crazyflie_navigate.onnx \
         --unknown-creep-m off
+    python benchmarks/bench_range_drill.py --first-seed 300 --last-seed 700 --at-start --heading-from models/crazyflie_navigate.onnx \
+        --hold-turn-max-rate-dps off
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ def main(argv=None) -> int:
     ap.add_argument("--recover-s", type=float, default=None,
                     help="override backup.recover_s (the hold's debounce) in the shield; default: the range source's "
                          "(sim.navigate_shield.RANGE_SHIELD_BACKUP)")
+    ap.add_argument("--hold-turn-max-rate-dps", default=None, metavar="DPS|off",
+                    help="override backup.hold_turn_max_rate_dps (a hold keeps the refused command's yaw torque while the "
+                         "yaw rate is at most this); off: the hold damps the yaw (the range source before 2026-11-30, "
+                         "'Issue #19: the hold turns the cone'); default: the range source's")
     ap.add_argument("--time-s", type=float, default=5.0,
                     help="how long each flight lasts, s (the test's 5; longer: a slow walk toward the box has time to arrive)")
     mode = ap.add_mutually_exclusive_group()  # how the hostile planner flies at the box (default: from any bearing)
@@ -108,7 +115,16 @@ def main(argv=None) -> int:
             heading = heading_of_level(args.heading_from, policy, required=True).spec
         except RobotHrlError as exc:
             ap.error(f"--heading-from {args.heading_from}: {exc}")
-    backup = None if args.recover_s is None else {"recover_s": args.recover_s}
+    backup = {} if args.recover_s is None else {"recover_s": args.recover_s}
+    if args.hold_turn_max_rate_dps is not None:
+        given = args.hold_turn_max_rate_dps
+        try:
+            backup["hold_turn_max_rate_dps"] = None if given == "off" else float(given)
+        except ValueError:
+            ap.error(f"--hold-turn-max-rate-dps: {given!r} is not a number of deg/s or 'off'")
+        if backup["hold_turn_max_rate_dps"] is not None and not backup["hold_turn_max_rate_dps"] > 0.0:
+            ap.error(f"--hold-turn-max-rate-dps must be > 0 deg/s or 'off', got {given!r}")
+    backup = backup or None
     settings = [("through range_obstacles", ("range_obstacles",))] + ([] if args.no_bare else [("unshielded", ())])
     t0 = time.perf_counter()
     for label, units in settings:
@@ -125,13 +141,15 @@ def main(argv=None) -> int:
         print(f"{label:26s} flights {flights:4d}  reached the box {len(hits):4d}"
               + (f"  (seed, room, stop rejections): {hits}" if units and hits else ""))
     debounce = RANGE_SHIELD_BACKUP["recover_s"] if args.recover_s is None else args.recover_s
+    turn = {**RANGE_SHIELD_BACKUP, **(backup or {})}["hold_turn_max_rate_dps"]
     flown = {**RANGE_SHIELD_SECTION, **section}  # what the shield flew (fly_at_a_box merges the same way)
     unseen, within = flown.get("unseen_travel_m"), flown.get("unseen_within_m")
     where = "from the start, between two cones" if args.at_start else "along an arc past a corner" if args.past_corner else "along an axis" if args.along_axis else "any bearing"
     print(f"seeds {args.first_seed}-{args.last_seed - 1}, {where}, unseen_travel_m {unseen}"
           + (f" within {within:g} m of the start" if unseen is not None and within is not None else "")
           + f", unknown_creep_m {flown.get('unknown_creep_m')}, unknown_blind_creep_m {flown.get('unknown_blind_creep_m')}, "
-          f"flights of {args.time_s:g} s, debounce {debounce:g} s"
+          f"flights of {args.time_s:g} s, debounce {debounce:g} s, a hold turns as commanded "
+          + ("never" if turn is None else f"within {turn:g} deg/s")
           + (f", heading loop {heading.mode} (lead {heading.lead_s:g} s, yaw rate command within {heading.max_yaw_rate_radps:g} rad/s; 0: no limit)" if heading is not None else "") + f"; {time.perf_counter() - t0:.0f} s wall")
     return 0
 

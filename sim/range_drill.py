@@ -52,7 +52,7 @@ def fly_at_a_box(policy, seed: int, shield_units, drop_sensor_at_s: float | None
     (the room is unmapped: the shield gets the fence only); one horizontal ranger faces the way it flies.
     ``any_bearing``: from a random direction at a random point of the box (a corner, an edge, a face) with a random
     yaw, so the box often lies between two rangers' cones all the way in. ``backup``: keys of the shield's backup
-    section to override (``recover_s``); ``section``: keys of the range section to override. ``heading``: a level's
+    section to override (``recover_s``, ``hold_turn_max_rate_dps``); ``section``: keys of the range section to override. ``heading``: a level's
     HeadingSpec: the heading loop runs under the skill (robot_hrl.runtime.heading), as the skill node runs it under a
     level trained with one. ``at_start``: the flight starts near the box (0.3-0.6 m of clearance, beyond the collision
     radius, from where the line from the aimed point leaves the box) with a yaw that puts the way to it between two rangers' cones (the diagonal, within 15 degrees): nothing has been

@@ -194,6 +194,10 @@ class Shield:
         self._creep_step_m = 0.0 if no_map else config.backup.creep_speed_mps * self.model.dt
         """How far a hold's target moves toward the subgoal per tick (``backup.creep_speed_mps``; 0: it stays, and
         always with the range source listed)."""
+        self._hold_turns = getattr(config.backup, "hold_turn_max_rate_dps", None) is not None
+        """A hold keeps the refused command's yaw torque (a family backup's ``turned_as_commanded``): a hold an envelope
+        or command unit put in place on a measured state, as for the creep (:meth:`_creep_target`); not a hold an input
+        unit asked for (battery, watchdog, odometry, a hold request) nor a late or non-finite command."""
         self._creep_boxes = world.solid_boxes()
         """The world's boxes the creep keeps its clearance from (``Box.distance``)."""
         self._creep_margin = config.subgoal.obstacle_margin_m + robot.collision_radius_m
@@ -588,7 +592,11 @@ class Shield:
             self._hold_target = self.safe_position(t.p)
         elif self._creep_step_m > 0.0:
             self._creep_target(t)
-        return self.backup.command(t.p, t.v, t.r, t.w, self._hold_target)
+        out = self.backup.command(t.p, t.v, t.r, t.w, self._hold_target)
+        unit = self._reason_unit
+        if self._hold_turns and t.policy_valid and t.output_finite and unit is not None and unit.stage in ("envelope", "command"):
+            out = self.backup.turned_as_commanded(out, t.w, t.policy)  # the refused command's yaw: the cone turns on
+        return out
 
     def _clearance_m(self, q) -> float:
         """The distance from ``q`` to the nearest of the world's boxes (inf without any)."""

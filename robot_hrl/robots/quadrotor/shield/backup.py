@@ -64,6 +64,8 @@ class BackupController:
         self.recovery_thrust = b.recovery_thrust_fraction_of_weight * model.weight
         self.recovery_cos = math.cos(math.radians(b.recovery_angle_deg))
         self.yaw_max = b.yaw_torque_fraction * model.high[3]
+        self.hold_turn_rate = None if b.hold_turn_max_rate_dps is None else math.radians(b.hold_turn_max_rate_dps)
+        """``backup.hold_turn_max_rate_dps`` in rad/s (None: a hold damps the yaw; :meth:`turned_as_commanded`)."""
         self.ki = b.velocity_integral_gain_per_s2
         self.i_max = b.integral_limit_mps2
         self.dt = model.dt
@@ -84,6 +86,28 @@ class BackupController:
         self.w_prev = None
         self.ff_mass = self.m.ff_mass
         """The feed-forward mass the integral was built with (a change of the estimate is taken over bumplessly)."""
+
+    def turned_as_commanded(self, out: list, w, command) -> list:
+        """A hold's command ``out`` with the yaw torque of the refused ``command`` (a wrench, N m), bounded by
+        ``yaw_torque_fraction`` of its range, while the body's yaw rate ``w[2]`` is at most ``hold_turn_max_rate_dps``
+        (beyond it, and with the key None, ``out`` as it is: the backup damps the yaw). In place; returns ``out``.
+
+        Why: the backup holds the heading it finds (its attitude keeps the body x axis), so under a range source a
+        robot held for a few ticks at a time stops turning while it still moves on, and its front ranger's cone falls
+        behind the way it goes. The heading loop (robot_hrl.runtime.heading) owns the command's yaw torque and turns
+        the cone toward the motion; passed through the hold, it keeps turning the cone there, so what the robot goes
+        toward gets into the picture. Held by the range source, a held-out flight's yaw fell 6 degrees while its
+        heading loop asked to turn 20 degrees left, and it met a wall face between its cones (benchmarks/README.md,
+        "Issue #19: the hold turns the cone"). A quadrotor's yaw is decoupled from its thrust and roll/pitch torques in
+        the mixer (crazyflie-firmware ``power_distribution_quadrotor.c``), and the hold's attitude law keeps whatever
+        heading it finds, so the position hold is the same; the bound is the one the backup's own yaw torque has
+        (yaw gives way to roll and pitch), and the rate bound keeps a spinning command from winding the robot up."""
+        r = self.hold_turn_rate
+        if r is None or not abs(w[2]) <= r:
+            return out
+        tz, ym = command[3], self.yaw_max
+        out[3] = -ym if tz < -ym else ym if tz > ym else tz
+        return out
 
     def landed(self, tick, floor_z: float) -> bool:
         """The landing is over: on the floor (within ``touchdown_altitude_m``) and slow."""

@@ -83,3 +83,9 @@ class BackupCfg(BackupCommonCfg):
     max_thrust_fraction_of_max: float = Field(gt=0.0, le=1.0)
     land_speed_mps: float = Field(gt=0.0)
     touchdown_altitude_m: float = Field(ge=0.0)
+    hold_turn_max_rate_dps: float | None = Field(
+        default=None, gt=0.0, le=1000.0,
+        description="while the backup holds a refused command, its yaw torque is that command's (bounded by "
+        "yaw_torque_fraction) as long as the body's yaw rate is at most this, deg/s: a heading loop above the skill "
+        "keeps turning the robot's front ranger toward where it was going (the range source's picture); None: the "
+        "backup damps the yaw (BackupController.turned_as_commanded)")
