@@ -149,10 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg.trail.enabled = args.trail
     cfg.heading.enabled = args.heading
     if args.init_onnx:  # a level that keeps a trail fine-tunes with it (the run must observe what the file does)
-        from sim.agents.warm_start import navigate_contract_of
+        from sim.agents.warm_start import navigate_contract_of, refuse_recurrent_init
         from sim.envs.navigate_env_cfg import NavigateTrailCfg
 
         own = navigate_contract_of(Path(args.init_onnx))
+        refuse_recurrent_init(Path(args.init_onnx), own)
         if own.trail is not None:
             cfg.trail = NavigateTrailCfg.of(own.trail)
         if own.heading is not None:

@@ -208,6 +208,7 @@ def test_pybullet_flies_the_loop_from_the_contract(repo_root):
     from robot_hrl.contract.navigate import NAVIGATE_METADATA_KEY
     from robot_hrl.runtime import read_model_metadata
     from robot_hrl.world.rooms import generate_room
+    from robot_hrl.planning.learned import session_act
     from sim.evaluate_navigate import fly_pybullet, load_learned
 
     data = json.loads(read_model_metadata(repo_root / "models/crazyflie_navigate.onnx")[NAVIGATE_METADATA_KEY])
@@ -231,7 +232,7 @@ def test_pybullet_flies_the_loop_from_the_contract(repo_root):
 
     qs.PyBulletQuadrotorSim.step = spy
     try:
-        out = fly_pybullet(room, lambda obs: session.run(None, {"obs": obs.astype(np.float32)})[0],
+        out = fly_pybullet(room, session_act(session, contract),  # (the level's graph: a recurrent one carries its state)
                            repo_root / "models/crazyflie_goto.onnx", seed=3, time_limit_s=6.0, contract=contract)
     finally:
         qs.PyBulletQuadrotorSim.step = step

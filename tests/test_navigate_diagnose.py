@@ -70,14 +70,14 @@ def test_its_flights_are_the_evaluations(repo_root):
     """The same rooms, seed and environment as sim/evaluate_navigate.py's batched evaluation: the same outcomes."""
     import torch
 
-    from sim.evaluate_navigate import evaluate_batched, load_learned
+    from sim.evaluate_navigate import BatchedLevel, evaluate_batched, load_learned
 
     torch.set_num_threads(1)
     model, skill = repo_root / "models/crazyflie_navigate.onnx", repo_root / "models/crazyflie_goto.onnx"
     rooms = [generate_room(d, 1_000_000_000 + i, "eval") for d in ("medium", "dense") for i in range(2)]
     records = run(str(model), str(skill), rooms)
     contract, session = load_learned(model, skill)
-    planner = {"learned": lambda env, obs: torch.from_numpy(session.run(None, {"obs": obs.numpy().astype(np.float32)})[0])}
+    planner = {"learned": BatchedLevel(session)}  # (the evaluation's own: a recurrent level's state carried)
     reference = evaluate_batched(planner, rooms, skill, trail=contract.trail, heading=contract.heading)["learned"]["episodes"]
     assert [(r["room"], r["success"], r["collided"], r["time_out"]) for r in records] == \
         [(r["room"], r["success"], r["collided"], r["time_out"]) for r in reference]

@@ -67,10 +67,14 @@ def retune_heading(level: str | Path, out: str | Path, **changes) -> Path:
     check = NavigateContract.from_json(read_model_metadata(out)[NAVIGATE_METADATA_KEY])
     if check.heading != heading:
         raise ExportError(f"{out}: the written heading section does not read back; the file is broken")
-    x = np.random.default_rng(0).normal(size=(256, contract.observation_size)).astype(np.float32)
-    old = ort.InferenceSession(str(level), providers=["CPUExecutionProvider"]).run(None, {"obs": x})[0]
-    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"obs": x})[0]
-    if not np.array_equal(old, got):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, contract.observation_size)).astype(np.float32)
+    feed = {"obs": x}
+    if contract.recurrent is not None:  # a recurrent level: its state too (its actions and its next state)
+        feed[contract.recurrent.input_name] = rng.normal(size=(1, 256, contract.recurrent.hidden_size)).astype(np.float32)
+    old = ort.InferenceSession(str(level), providers=["CPUExecutionProvider"]).run(None, feed)
+    got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feed)
+    if not all(np.array_equal(a, b) for a, b in zip(old, got)):
         raise ExportError(f"{out}: its outputs differ from {level}'s; only the metadata may change")
     write_sha256_sidecar(out)
     return out

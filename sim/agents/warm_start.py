@@ -67,6 +67,17 @@ def navigate_contract_of(onnx_path: Path, meta: dict | None = None):
     return NavigateContract.from_json(meta[NAVIGATE_METADATA_KEY])
 
 
+def refuse_recurrent_init(onnx_path: Path, own) -> None:
+    """SystemExit naming the fix when ``onnx_path`` (its contract ``own``) is a recurrent level: ``--init-onnx`` warm-
+    starts from a feed-forward level's MLP (a memory run's GRU columns start at zero weight beside it); a recurrent
+    level's GRU is not read back from its ONNX graph."""
+    if own.recurrent is not None:
+        raise SystemExit(f"{onnx_path}: a recurrent level (a GRU of {own.recurrent.hidden_size}); --init-onnx warm-starts "
+                         "from a feed-forward level only. Fine-tune it from its run's checkpoint (--resume "
+                         "<run>/model_<N>.pt; docs/navigation_learned.md has the shipped level's recipe), or warm-start "
+                         "from a feed-forward level (models/crazyflie_navigate_mlp.onnx)")
+
+
 def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, normalizer_count: float = 1e12) -> None:
     """Load an exported ``navigate`` level into a training run's actor (``runner.alg.actor``), in place: the level's
     fine-tune starts from the shipped file when its checkpoints are gone. ``contract``: the run's own
@@ -74,6 +85,7 @@ def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, norm
     it is refused."""
     weights, meta = exported_actor(onnx_path)
     own = navigate_contract_of(onnx_path, meta)
+    refuse_recurrent_init(onnx_path, own)
     differ = [name for name in type(own).model_fields if getattr(own, name) != getattr(contract, name)]
     old_n = len(own.observations)
     appended = contract.observations[old_n:]
