@@ -37,8 +37,8 @@ RANGE_SHIELD_BACKUP = {"recover_s": 0.0, "hold_turn_max_rate_dps": None}
 """The keys of the robot's ``backup`` section the range source changes (``shield_ranges.yaml``'s ``backup``, the
 same): no debounce (benchmarks/README.md, "Issue #19: the picture's resolution"). A hold that keeps the heading loop's
 yaw torque (``hold_turn_max_rate_dps``) is off: at 120 deg/s it halved the range drills' walks but cost the shipped
-level successes, and the GRU-16 level flown with it crashed twice after yaw spins (benchmarks/README.md, "Issue #19:
-the hold turns the cone")."""
+level successes, and levels flown with it crashed 3 times in 1800 flights after yaw spins (benchmarks/README.md, "Issue
+#19: the hold turns the cone")."""
 
 
 SHIELDED_BATTERY_RANGE_V = (3.7, 4.2)

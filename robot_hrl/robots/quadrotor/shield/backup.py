@@ -103,7 +103,7 @@ class BackupController:
         heading it finds, so the position hold is the same; the bound is the one the backup's own yaw torque has
         (yaw gives way to roll and pitch), and the rate bound keeps a spinning command from winding the robot up.
         Off in the Crazyflie's range source: at 120 deg/s it halved the range drills' walks through holds, but cost
-        the shipped level successes, and a level flown with it crashed twice in 900 flights after yaw spins the hold
+        the shipped level successes, and levels flown with it crashed 3 times in 1800 flights after yaw spins the hold
         could not stop (the same benchmarks/README.md section)."""
         r = self.hold_turn_rate
         if r is None or not abs(w[2]) <= r:
