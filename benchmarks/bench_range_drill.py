@@ -7,9 +7,9 @@ Each flight is judged from PyBullet's contacts. The same flights are flown unshi
 optionally with the backup's debounce overridden (``--recover-s``) or longer flights (``--time-s``), and the script
 prints the hits of each. ``--at-start``: each flight starts 0.3-0.6 m from the box with the way to it between two
 rangers' cones (nothing seen of it yet: the ``unseen`` rule's case); ``--unseen-travel-m off`` flies without that rule.
-``--hold-turn-max-rate-dps DPS|off`` overrides how a hold
-keeps the heading loop's yaw torque (off: it damps the yaw). ``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is off); ``--unknown-blind-creep-m
-M|off`` its creep while no cone looks the way the robot goes. ``--past-corner``:
+``--hold-turn-max-rate-dps DPS|off`` overrides how a hold keeps the heading loop's yaw
+torque (off: it damps the yaw). ``--unknown-creep-m M|off`` overrides the ``unknown`` rule's creep (off: the rule is
+off); ``--unknown-blind-creep-m M|off`` its creep while no cone looks the way the robot goes. ``--past-corner``:
 the planner flies an arc through a corner of the box; under the level's heading loop the robot turns along it, and the
 corner can stay between the front cone and a side cone all the way in (the case the ``unknown`` rule was written for;
 the drill's contacts are the same with and without it: benchmarks/README.md, "Issue #19: the hold's ratchet, and
@@ -81,13 +81,15 @@ def main(argv=None) -> int:
         ap.error(f"--last-seed ({args.last_seed}) must be larger than --first-seed ({args.first_seed})")
     if args.recover_s is not None and not args.recover_s >= 0.0:
         ap.error(f"--recover-s must be a number of seconds >= 0, got {args.recover_s}")
+    from sim.navigate_shield import number_or_off
+
     section = {}  # the range section's keys these options override
     for key, given in (("unseen_travel_m", args.unseen_travel_m), ("unknown_creep_m", args.unknown_creep_m),
                        ("unknown_blind_creep_m", args.unknown_blind_creep_m)):
         if given is None:
             continue
         try:
-            section[key] = None if given == "off" else float(given)
+            section[key] = number_or_off(given)
         except ValueError:
             section[key] = math.nan
         if not (section[key] is None or section[key] >= 0.0):
@@ -115,15 +117,15 @@ def main(argv=None) -> int:
             heading = heading_of_level(args.heading_from, policy, required=True).spec
         except RobotHrlError as exc:
             ap.error(f"--heading-from {args.heading_from}: {exc}")
-    backup = {} if args.recover_s is None else {"recover_s": args.recover_s}
+    backup = {} if args.recover_s is None else {"recover_s": args.recover_s}  # the backup's keys these options override
     if args.hold_turn_max_rate_dps is not None:
-        given = args.hold_turn_max_rate_dps
         try:
-            backup["hold_turn_max_rate_dps"] = None if given == "off" else float(given)
+            rate = number_or_off(args.hold_turn_max_rate_dps)
         except ValueError:
-            ap.error(f"--hold-turn-max-rate-dps: {given!r} is not a number of deg/s or 'off'")
-        if backup["hold_turn_max_rate_dps"] is not None and not backup["hold_turn_max_rate_dps"] > 0.0:
-            ap.error(f"--hold-turn-max-rate-dps must be > 0 deg/s or 'off', got {given!r}")
+            rate = math.nan
+        if not (rate is None or rate > 0.0):
+            ap.error(f"--hold-turn-max-rate-dps must be a yaw rate in deg/s > 0 or 'off', got {args.hold_turn_max_rate_dps!r}")
+        backup["hold_turn_max_rate_dps"] = rate
     backup = backup or None
     settings = [("through range_obstacles", ("range_obstacles",))] + ([] if args.no_bare else [("unshielded", ())])
     t0 = time.perf_counter()

@@ -31,8 +31,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from sim.navigate_shield import (RANGE_SHIELD_SECTION, SHIELDED_BATTERY_RANGE_V, range_shield,  # noqa: E402,F401
-                                 shielded_randomization)  # (their one home; re-exported for the evaluation's users)
+from sim.navigate_shield import (RANGE_SHIELD_SECTION, SHIELDED_BATTERY_RANGE_V, number_or_off,  # noqa: E402,F401
+                                 range_shield, shielded_randomization)  # (their one home; re-exported for the evaluation's users)
 
 DENSITY_NAMES = ("sparse", "medium", "dense")
 FAILURE_CLASSES = ("collision", "dead_end", "time_out")
@@ -250,7 +250,7 @@ def range_section_with(overrides: list[str] | None) -> dict | None:
         if not sep or not key:
             raise ValueError(f"--range-key {item!r}: write KEY=VALUE, e.g. unknown_blind_creep_m=0.06")
         try:
-            section[key.strip()] = None if value.strip() == "off" else float(value)
+            section[key.strip()] = number_or_off(value)
         except ValueError:
             raise ValueError(f"--range-key {item!r}: {value!r} is not a number or 'off'") from None
     return section

@@ -41,6 +41,12 @@ level successes, and levels flown with it crashed 3 times in 1800 flights after 
 #19: the hold turns the cone")."""
 
 
+def number_or_off(text: str) -> float | None:
+    """A range-source or backup key's value as a command line gives it: ``off`` is None (the rule or option off), else
+    the number (ValueError for anything else; the caller names the flag and its range)."""
+    return None if text.strip() == "off" else float(text)
+
+
 SHIELDED_BATTERY_RANGE_V = (3.7, 4.2)
 """The batteries of the airframes flown through this shield, open-circuit, V: a mission starts on a charged battery
 (3.7 V at rest is a 1S LiPo's nominal voltage; 4.2 V full, motors.c). The goto randomization's own range reaches

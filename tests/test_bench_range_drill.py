@@ -40,6 +40,10 @@ def test_a_short_drill_prints_its_counts():
     (("--unseen-within-m", "0"), "--unseen-within-m must be a distance in metres > 0"),
     (("--unknown-creep-m", "-0.1"), "--unknown-creep-m must be a distance in metres >= 0 or 'off'"),
     (("--unknown-creep-m", "slow"), "--unknown-creep-m must be a distance in metres >= 0 or 'off'"),
+    (("--unknown-blind-creep-m", "-0.06"), "--unknown-blind-creep-m must be a distance in metres >= 0 or 'off'"),
+    (("--unknown-blind-creep-m", "wide"), "--unknown-blind-creep-m must be a distance in metres >= 0 or 'off'"),
+    (("--hold-turn-max-rate-dps", "0"), "--hold-turn-max-rate-dps must be a yaw rate in deg/s > 0 or 'off'"),
+    (("--hold-turn-max-rate-dps", "spin"), "--hold-turn-max-rate-dps must be a yaw rate in deg/s > 0 or 'off'"),
     (("--past-corner", "--at-start"), "not allowed with argument"),
     (("--along-axis", "--past-corner"), "not allowed with argument"),
 ])

@@ -593,8 +593,8 @@ class Shield:
         elif self._creep_step_m > 0.0:
             self._creep_target(t)
         out = self.backup.command(t.p, t.v, t.r, t.w, self._hold_target)
-        unit = self._reason_unit
-        if self._hold_turns and t.policy_valid and t.output_finite and unit is not None and unit.stage in ("envelope", "command"):
+        if self._hold_turns and t.policy_valid and t.output_finite and self._reason_unit is not None \
+                and self._reason_unit.stage in ("envelope", "command"):
             out = self.backup.turned_as_commanded(out, t.w, t.policy)  # the refused command's yaw: the cone turns on
         return out
 
