@@ -16,6 +16,14 @@ motor time-constant range the training randomizes (0.02-0.15 s, with 0-1 step of
 docs/safety.md): without the lead, an attitude gain that is fast with the nominal 0.05 s
 motors oscillates with 0.09-0.15 s ones, and one that is stable with those brakes too slowly.
 Plain floats throughout: one call costs a few microseconds. Call it once per control tick.
+
+**A spin first** (``backup.spin_yaw_rate_dps``). Above that yaw rate the yaw torque may use the whole range, not
+``yaw_torque_fraction`` of it. A heading loop above the skill can leave the robot spinning at 250-320 deg/s when a hold
+begins (its last torques still in slow motors). At that rate the roll/pitch torques the attitude loop asks for are
+realized a motor lag later, by then turned with the body (about ``atan(r tau)``: 40 degrees at 5.5 rad/s and a 0.15 s
+motor), and the loop went unstable: tilt 60-90 degrees, the robot on the floor from 1.3 m, twice in 900 held-out
+flights (benchmarks/README.md, "Issue #19: a spin first"). With ``yaw_torque_fraction`` (0.3) the brake takes over a
+second at those rates; with the whole range a third of that, and the attitude loop held.
 """
 
 from __future__ import annotations
@@ -66,6 +74,8 @@ class BackupController:
         self.yaw_max = b.yaw_torque_fraction * model.high[3]
         self.hold_turn_rate = None if b.hold_turn_max_rate_dps is None else math.radians(b.hold_turn_max_rate_dps)
         """``backup.hold_turn_max_rate_dps`` in rad/s (None: a hold damps the yaw; :meth:`turned_as_commanded`)."""
+        self.spin_rate = None if b.spin_yaw_rate_dps is None else math.radians(b.spin_yaw_rate_dps)
+        """``backup.spin_yaw_rate_dps`` in rad/s: above it the yaw torque bound is the whole range (:meth:`command`)."""
         self.ki = b.velocity_integral_gain_per_s2
         self.i_max = b.integral_limit_mps2
         self.dt = model.dt
@@ -214,6 +224,9 @@ class BackupController:
         lo, hi = m.low, m.high
         tx = lo[1] if tx < lo[1] else hi[1] if tx > hi[1] else tx
         ty = lo[2] if ty < lo[2] else hi[2] if ty > hi[2] else ty
-        ym = self.yaw_max  # yaw last: its differential thrust would starve roll and pitch in the mixer
-        tz = -ym if tz < -ym else ym if tz > ym else tz
+        if self.spin_rate is not None and abs(w2) > self.spin_rate:  # a spin: brake it with the whole range first
+            tz = lo[3] if tz < lo[3] else hi[3] if tz > hi[3] else tz
+        else:
+            ym = self.yaw_max  # yaw last: its differential thrust would starve roll and pitch in the mixer
+            tz = -ym if tz < -ym else ym if tz > ym else tz
         return [thrust, tx, ty, tz]

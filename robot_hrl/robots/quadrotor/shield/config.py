@@ -89,3 +89,8 @@ class BackupCfg(BackupCommonCfg):
         "yaw_torque_fraction) as long as the body's yaw rate is at most this, deg/s: a heading loop above the skill "
         "keeps turning the robot's front ranger toward where it was going (the range source's picture); None: the "
         "backup damps the yaw (BackupController.turned_as_commanded)")
+    spin_yaw_rate_dps: float | None = Field(
+        default=None, gt=0.0, le=2000.0,
+        description="above this body yaw rate, deg/s, the backup's yaw torque may use the whole range instead of "
+        "yaw_torque_fraction's: it brakes a yaw spin it takes over first, before its attitude loop, whose torques the "
+        "motors' lag turns with the body, goes unstable (BackupController.command); None: yaw_torque_fraction always")
