@@ -33,12 +33,11 @@ RANGE_SHIELD_SECTION = {"sensors": ["front", "back", "left", "right"], "stop_dis
 """The range source's zones for the evaluation (docs/safety.md, "The shield without a map"); the skill node's
 ``shield_ranges.yaml`` holds the same (tests/test_planner_learned.py checks it)."""
 
-RANGE_SHIELD_BACKUP = {"recover_s": 0.0, "hold_turn_max_rate_dps": None}
+RANGE_SHIELD_BACKUP = {"recover_s": 0.0, "hold_turn_max_rate_dps": 120.0}
 """The keys of the robot's ``backup`` section the range source changes (``shield_ranges.yaml``'s ``backup``, the
-same): no debounce (benchmarks/README.md, "Issue #19: the picture's resolution"). A hold that keeps the heading loop's
-yaw torque (``hold_turn_max_rate_dps``) is off: at 120 deg/s it halved the range drills' walks but cost the shipped
-level successes, and levels flown with it crashed 3 times in 1800 flights after yaw spins (benchmarks/README.md, "Issue
-#19: the hold turns the cone")."""
+same): no debounce (benchmarks/README.md, "Issue #19: the picture's resolution"), and a hold that keeps the heading
+loop's yaw torque, so the front cone goes on turning to where the robot goes (benchmarks/README.md, "Issue #19: the
+hold turns the cone"; on since the backup brakes a spin first, "Issue #19: a spin first")."""
 
 
 def number_or_off(text: str) -> float | None:

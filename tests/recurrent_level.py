@@ -1,6 +1,6 @@
 """The small recurrent navigate level the recurrent tests share (tests/test_navigate_recurrent.py,
 tests/test_crazyflie_navigate_recurrent.py): two recurrent PPO iterations of ``sim/train_navigate.py --memory-gru``
-from the shipped level, then its memory columns set to random weights (a level that uses its state), exported to
+from the feed-forward level shipped until 2026-11-30 (``models/crazyflie_navigate_mlp.onnx``), then its memory columns set to random weights (a level that uses its state), exported to
 ``<run>/nav.onnx``. conftest.py's session fixture ``recurrent_run`` builds it once."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def build_recurrent_level(run: Path, repo_root: Path) -> Path:
     from deploy.onnx_export.navigate import export_navigate
 
     out = subprocess.run([sys.executable, "sim/train_navigate.py", "--run-dir", str(run), "--num-envs", "8",
-                          "--init-onnx", "models/crazyflie_navigate.onnx", "--memory-gru", str(HIDDEN),
+                          "--init-onnx", "models/crazyflie_navigate_mlp.onnx", "--memory-gru", str(HIDDEN),
                           "--max-iterations", "2", "--dagger-iterations", "0", "--rooms-per-density", "1",
                           "--threads", "1", "--start-level", "2", "--minutes", "5"],
                          capture_output=True, text=True, cwd=repo_root)

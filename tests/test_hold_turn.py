@@ -2,17 +2,16 @@
 ``turned_as_commanded``, robot_hrl/safety/shield.py): while the backup holds a command the range source refused, its
 yaw torque is that command's (the heading loop's), bounded, so the front cone turns on to where the robot goes.
 
-* the shield: with the key, a refused command's yaw torque reaches the actuators (bounded by
+* the shield: with the range source's backup keys, a refused command's yaw torque reaches the actuators (bounded by
   the backup's yaw torque bound), the thrust and roll/pitch torques are the backup's to the bit, and nothing changes
   beyond the rate bound, for a hold an input unit asked for, for a late command, or with the key off (hypothesis);
 * the physics, on the batched simulator's firmware chain (its mixer and motors: ground truth the shield does not
   use): the backup's stop stays inside the stopping box while it turns at the bound either way, the robot does turn,
   and its yaw rate stays within the rate bound and the limits unit's;
-* the config: off in the Crazyflie's range source (``shield_ranges.yaml``) and its plain shield, on when the key is
-  given, and a bound that is not a positive number of deg/s is refused with the key named.
+* the config: the Crazyflie's range source turns it on (``shield_ranges.yaml``), its plain shield leaves it off, and a
+  bound that is not a positive number of deg/s is refused with the key named.
 
-The drills and the held-out evaluation that measured it, and why it is off: benchmarks/README.md, "Issue #19: the hold
-turns the cone".
+The drills and the held-out evaluation that chose it: benchmarks/README.md, "Issue #19: the hold turns the cone".
 """
 
 from __future__ import annotations
@@ -29,14 +28,12 @@ import test_backup_stop as stop
 from robot_hrl.geometry import quat_from_euler_rpy
 from sim.navigate_shield import RANGE_SHIELD_BACKUP
 
-RATE_DPS = 120.0
-"""The bound these tests fly (the one measured in benchmarks/README.md, "Issue #19: the hold turns the cone"; off in the
-Crazyflie's range source)."""
+RATE_DPS = RANGE_SHIELD_BACKUP["hold_turn_max_rate_dps"]
 
 
 def _shields():
     """The range source as the evaluation builds it (the map's ``obstacles`` unit off: an unmapped, empty room), with
-    the hold's turn at :data:`RATE_DPS` and as shipped (without it); new ones (nothing remembered, nothing looked at)."""
+    the hold's turn (the range source's keys) and without it; new ones (nothing remembered, nothing looked at)."""
     from robot_hrl.robots import get_robot
     from robot_hrl.safety import Shield
     from robot_hrl.world.rooms import generate_room
@@ -45,9 +42,9 @@ def _shields():
 
     robot = get_robot("crazyflie_2x")
     world = generate_room("sparse", 0).world.model_copy(update={"obstacles": ()})
-    on = Shield(range_shield_config(robot, ("range_obstacles",), backup={"hold_turn_max_rate_dps": RATE_DPS}), robot,
-                world, 1.0, action=robot.action_spec())
-    off = Shield(range_shield_config(robot, ("range_obstacles",)), robot, world, 1.0, action=robot.action_spec())
+    on = Shield(range_shield_config(robot, ("range_obstacles",)), robot, world, 1.0, action=robot.action_spec())
+    off = Shield(range_shield_config(robot, ("range_obstacles",), backup={"hold_turn_max_rate_dps": None}), robot, world,
+                 1.0, action=robot.action_spec())
     return robot, on, off
 
 
@@ -104,7 +101,7 @@ def test_a_hold_that_is_not_a_refusal_keeps_the_backups_yaw():
     assert refused[0].reason == "range_obstacles.unseen" and refused[0].command[3] == pytest.approx(refused[2].backup.yaw_max)
 
 
-def test_the_crazyflies_range_source_leaves_it_off_and_a_bad_bound_is_refused_with_the_key_named():
+def test_the_crazyflies_range_source_turns_it_on_and_a_bad_bound_is_refused_with_the_key_named():
     from robot_hrl.errors import ConfigError
     from robot_hrl.nodes.skill_node import range_shield
     from robot_hrl.robots import get_robot
@@ -116,11 +113,8 @@ def test_the_crazyflies_range_source_leaves_it_off_and_a_bad_bound_is_refused_wi
     robot = get_robot("crazyflie_2x")
     world = generate_room("sparse", 0).world
     shield = range_shield(None, robot, world, 1.0, robot.action_spec())  # shield_ranges.yaml, as the skill node flies it
-    assert shield.config.backup.hold_turn_max_rate_dps is None and not shield._hold_turns
-    assert RANGE_SHIELD_BACKUP["hold_turn_max_rate_dps"] is None  # the evaluation's range source: the same
+    assert shield.config.backup.hold_turn_max_rate_dps == RATE_DPS and shield._hold_turns
     assert load_shield_config().backup.hold_turn_max_rate_dps is None  # the map's shield: the backup damps the yaw
-    turning = range_shield_config(robot, backup={"hold_turn_max_rate_dps": RATE_DPS})
-    assert turning.backup.hold_turn_max_rate_dps == RATE_DPS
     assert RATE_DPS < load_shield_config().limits.max_yaw_rate_dps  # under the limits unit's bound
     for bad in (-10.0, 0.0, "fast"):
         with pytest.raises(ConfigError, match="hold_turn_max_rate_dps"):
@@ -133,7 +127,7 @@ SIGNS = (1.0, -1.0)
 def _turning(rates_seen: list):
     """``backup_wrenches`` whose hold turns as commanded at the yaw torque bound, one way for even robots and the other
     for odd ones (the worst case: the mixer's differential thrust while the backup brakes), through the backups' own
-    :meth:`turned_as_commanded` with the rate bound :data:`RATE_DPS`; each tick's yaw rates go into ``rates_seen``."""
+    :meth:`turned_as_commanded` with the range source's rate bound; each tick's yaw rates go into ``rates_seen``."""
     plain = stop.backup_wrenches
 
     def wrenches(env, rows, models, backups, target):
@@ -142,7 +136,7 @@ def _turning(rates_seen: list):
         rates_seen.append([w[2] for w in rates])
         turned = []
         for i, (backup, row) in enumerate(zip(backups, out.tolist())):
-            backup.hold_turn_rate = math.radians(RATE_DPS)  # the key on the plain shield's backup
+            backup.hold_turn_rate = math.radians(RATE_DPS)  # the range source's key on the plain shield's backup
             turned.append(backup.turned_as_commanded(row, rates[i], (0.0, 0.0, 0.0, SIGNS[i % 2] * 1e3)))
         return torch.tensor(turned, dtype=torch.float32)
 

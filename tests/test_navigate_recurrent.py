@@ -56,7 +56,7 @@ def test_a_memory_level_starts_as_the_file_it_warm_starts_from(repo_root):
     from sim.envs.navigate_env_cfg import NavigateEnvCfg, NavigateHeadingCfg
     from robot_hrl.world.rooms import generate_room
 
-    level = repo_root / "models/crazyflie_navigate.onnx"
+    level = repo_root / "models/crazyflie_navigate_mlp.onnx"  # a feed-forward level (shipped until 2026-11-30)
     cfg = NavigateEnvCfg(skill_path=str(repo_root / "models/crazyflie_goto.onnx"), randomize=False)
     cfg.heading = NavigateHeadingCfg.of(navigate_contract_of(level).heading)
     env = NavigateEnv(cfg, num_envs=4, pool=RoomPool.from_rooms([generate_room("dense", 0)]))
@@ -155,7 +155,7 @@ def test_a_graph_that_does_not_match_its_recurrent_contract_is_refused(recurrent
         onnx.save(model, str(tmp_path / name))
         return tmp_path / name
 
-    claims = with_contract(repo_root / "models/crazyflie_navigate.onnx",
+    claims = with_contract(repo_root / "models/crazyflie_navigate_mlp.onnx",
                            lambda d: d.update(recurrent={"kind": "gru", "hidden_size": 8}), "claims_state.onnx")
     with pytest.raises(ContractError, match=r"takes inputs \['obs'\], its contract says \['obs', 'h_in'\].*export the level again"):
         LearnedNavigator.load(claims, CRAZYFLIE_2X, skill)
@@ -209,14 +209,13 @@ def test_a_negative_memory_is_refused(repo_root):
     assert out.returncode != 0 and "--memory-gru -1: give 0 (no memory) or the GRU's units, e.g. 32" in out.stderr
 
 
-def test_a_recurrent_level_is_not_warm_started_from_its_onnx_and_the_refusal_names_the_fix(recurrent_run, repo_root,
-                                                                                             tmp_path):
-    """``--init-onnx`` reads a feed-forward level's MLP; a recurrent level's GRU is not read back from its graph: refused
-    before anything is built, with --resume and a feed-forward file named."""
-    out = subprocess.run([sys.executable, "sim/train_navigate.py", "--init-onnx", str(recurrent_run / "nav.onnx"),
+def test_a_recurrent_level_is_not_warm_started_from_its_onnx_and_the_refusal_names_the_fix(repo_root, tmp_path):
+    """``--init-onnx`` reads a feed-forward level's MLP; the shipped level is recurrent (a GRU of 16), whose GRU is not
+    read back from its graph: refused before anything is built, with --resume and the feed-forward file named."""
+    out = subprocess.run([sys.executable, "sim/train_navigate.py", "--init-onnx", "models/crazyflie_navigate.onnx",
                           "--run-dir", str(tmp_path / "run"), "--max-iterations", "1"],
                          capture_output=True, text=True, cwd=repo_root)
     assert out.returncode == 1, out.stderr[-2000:]
-    assert f"a recurrent level (a GRU of {HIDDEN})" in out.stderr and "--resume" in out.stderr
-    assert "models/crazyflie_navigate.onnx" in out.stderr
+    assert "a recurrent level (a GRU of 16)" in out.stderr and "--resume" in out.stderr
+    assert "models/crazyflie_navigate_mlp.onnx" in out.stderr
     assert not (tmp_path / "run" / "train_cfg.json").exists()

@@ -19,7 +19,8 @@ from robot_hrl.errors import ContractError
 from robot_hrl.world.rooms import generate_room
 
 SKILL = "models/crazyflie_goto.onnx"
-LEVEL = "models/crazyflie_navigate.onnx"
+LEVEL = "models/crazyflie_navigate_mlp.onnx"
+"""A feed-forward level (the one shipped until 2026-11-30): the shielded fine-tune warm-starts an MLP actor."""
 
 
 def _actor(contract):

@@ -56,13 +56,16 @@ def test_a_hold_without_debounce_does_not_walk_into_a_corner_between_remembered_
     planner's chatter re-aims every hold where the robot has drifted to. Drill seed 360 (along a ranger's axis): with
     the picture at 0.05 m the walk reached a 0.2 m pillar's corner, which lay between two remembered hits and nearer
     than either (benchmarks/README.md, "Issue #19: the picture's resolution"); at the shipped 0.02 m it stops short.
-    Judged from PyBullet's contacts; the coarse picture hitting it keeps the test from being vacuous."""
+    Judged from PyBullet's contacts; the coarse picture hitting it, with a hold that damps the yaw (as before the hold
+    turned as commanded, ``backup.hold_turn_max_rate_dps``, which alone keeps the coarse picture off it too), keeps the
+    test from being vacuous."""
     from sim.navigate_shield import RANGE_SHIELD_BACKUP, RANGE_SHIELD_SECTION
 
     assert RANGE_SHIELD_BACKUP["recover_s"] == 0.0 and RANGE_SHIELD_SECTION["memory_spacing_m"] < RANGE_SHIELD_SECTION["min_clearance_m"]
     shipped = fly_at_a_box(policy, 360, ("range_obstacles",))
     assert not shipped["collided"] and shipped["counts"]["stop"] > 0, shipped
-    coarse = fly_at_a_box(policy, 360, ("range_obstacles",), section={"memory_spacing_m": 0.05, "memory_capacity": 1024})
+    coarse = fly_at_a_box(policy, 360, ("range_obstacles",), section={"memory_spacing_m": 0.05, "memory_capacity": 1024},
+                          backup={"hold_turn_max_rate_dps": None})
     assert coarse["collided"], coarse
 
 
@@ -115,7 +118,9 @@ def test_at_the_start_the_unseen_and_unknown_rules_keep_the_robot_off_a_box_betw
     the level's heading loop), judged from PyBullet's contacts: with the shipped range section the first 16 flights
     reach the box at most once (1 of 64 measured on seeds 300-399 with the ``unseen`` rule alone, benchmarks/README.md,
     "Issue #19: look before you go"); with the ``unknown`` rule alone (the cells round the start are unknown too) at
-    most once; without either the same flights reach it at least twice (9 of 64 measured), so the test is not vacuous."""
+    most once; without either, and with a hold that damps the yaw (before ``backup.hold_turn_max_rate_dps``), the same
+    flights reach it at least twice (9 of 64 measured), so the test is not vacuous. (With the hold's turn and neither
+    rule, 1 of these 16 reaches it.)"""
     from robot_hrl.runtime.heading import heading_of_level
 
     heading = heading_of_level(repo_root / "models/crazyflie_navigate.onnx", policy, required=True).spec
@@ -127,7 +132,7 @@ def test_at_the_start_the_unseen_and_unknown_rules_keep_the_robot_off_a_box_betw
     assert sum(r["collided"] for r in unknown_only) <= 1, unknown_only
     assert sum(r["counts"].get("unknown", 0) > 0 for r in unknown_only) >= 8, unknown_only
     without = drill_runs(policy, ("range_obstacles",), 16, 300, at_start=True, heading=heading,
-                         section={"unseen_travel_m": None, "unknown_creep_m": None})
+                         section={"unseen_travel_m": None, "unknown_creep_m": None}, backup={"hold_turn_max_rate_dps": None})
     assert sum(r["collided"] for r in without) >= 2, without
 
 

@@ -74,8 +74,8 @@ def refuse_recurrent_init(onnx_path: Path, own) -> None:
     if own.recurrent is not None:
         raise SystemExit(f"{onnx_path}: a recurrent level (a GRU of {own.recurrent.hidden_size}); --init-onnx warm-starts "
                          "from a feed-forward level only. Fine-tune it from its run's checkpoint (--resume "
-                         "<run>/model_<N>.pt), or warm-start from a feed-forward level (e.g. the shipped "
-                         "models/crazyflie_navigate.onnx)")
+                         "<run>/model_<N>.pt; docs/navigation_learned.md has the shipped level's recipe), or warm-start "
+                         "from a feed-forward level (models/crazyflie_navigate_mlp.onnx)")
 
 
 def warm_start_navigate(onnx_path: Path, actor, contract, std: float = 0.2, normalizer_count: float = 1e12) -> None:

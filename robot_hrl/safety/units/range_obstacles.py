@@ -55,10 +55,10 @@ point to everywhere the robot can be before it stops. Clearances are distances m
   angle (about half the moving ticks of a dense flight under the heading loop's lead): a held-out flight whose yaw
   lagged its motion by 17 degrees in a turn crept on at 0.5-0.7 m/s (0.25 m of stopping travel) into a wall face
   between its front and left cones and met it 2 cm from the wall's end. The lag was the hold's: the backup kept the
-  heading it found on the ticks this unit refused. ``backup.hold_turn_max_rate_dps`` (off) makes the hold keep the
-  heading loop's yaw torque (robot_hrl/robots/quadrotor/shield/backup.py ``turned_as_commanded``): it kept that flight
-  off the wall and cut the range drills' walks through holds, but costs successes and met yaw spins it could not stop
-  (benchmarks/README.md, "Issue #19: the hold turns the cone"). With ``unknown_blind_creep_m`` set, while no
+  heading it found on the ticks this unit refused; with the range source's ``backup.hold_turn_max_rate_dps`` the hold
+  keeps the heading loop's yaw torque (robot_hrl/robots/quadrotor/shield/backup.py ``turned_as_commanded``), and that
+  flight and the range drills' walks through holds stay off (benchmarks/README.md, "Issue #19: the hold turns the
+  cone"). With ``unknown_blind_creep_m`` set, while no
   cone's field of view (its horizontal bearing) holds the way the robot goes (its velocity, or from near hover where
   its command can take it), toward the unknown cells in its path (ahead, within its radius and half a cell of its
   line) the stopping travel must end short of the cell or be at most that beyond its edge. Off by default and in the

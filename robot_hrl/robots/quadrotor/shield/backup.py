@@ -112,9 +112,9 @@ class BackupController:
         the mixer (crazyflie-firmware ``power_distribution_quadrotor.c``), and the hold's attitude law keeps whatever
         heading it finds, so the position hold is the same; the bound is the one the backup's own yaw torque has
         (yaw gives way to roll and pitch), and the rate bound keeps a spinning command from winding the robot up.
-        Off in the Crazyflie's range source: at 120 deg/s it halved the range drills' walks through holds, but cost
-        the shipped level successes, and levels flown with it crashed 3 times in 1800 flights after yaw spins the hold
-        could not stop (the same benchmarks/README.md section)."""
+        On in the Crazyflie's range source since the backup brakes a spin first (``backup.spin_yaw_rate_dps``): before
+        that, levels flown with it crashed 3 times in 1800 flights after yaw spins the hold could not stop (the same
+        benchmarks/README.md section, and "Issue #19: a spin first")."""
         r = self.hold_turn_rate
         if r is None or not abs(w[2]) <= r:
             return out
