@@ -36,7 +36,7 @@ from robot_hrl.robots.quadrotor.shield import BackupController
 from robot_hrl.safety.frames import rotation_from_quat
 from sim.safety_eval import eval_env_cfg
 from sim.tasks import make_env
-from tests.test_stop_reaction import R_RANGE, RAND, ROBOT, V_RANGE, _set_airframes, _shield
+from tests.test_stop_reaction import AIRFRAME_DRAWS, RAND, ROBOT, _set_airframes, _shield
 
 DATA = Path(__file__).parent / "data" / "spin_takeovers.json"
 START_Z_M = 20.0
@@ -48,9 +48,7 @@ BRAKED_DPS = 30.0
 BRAKE_WITHIN_S = 1.2
 
 spins = st.fixed_dictionaries({
-    "mass": st.floats(*RAND.mass_scale_range), "kf": st.floats(*RAND.thrust_coefficient_scale_range),
-    "inertia": st.floats(*RAND.inertia_scale_range), "tau": st.floats(*RAND.motor_time_constant_range_s),
-    "latency": st.integers(*RAND.action_latency_steps_range), "v_oc": st.floats(*V_RANGE), "r": st.floats(*R_RANGE),
+    **AIRFRAME_DRAWS,
     "vh": st.floats(0.0, 1.0),                # horizontal speed, m/s ...
     "heading": st.floats(-math.pi, math.pi),  # ... this way
     "spin_s": st.floats(0.1, 0.7),            # a full yaw torque this long before the takeover ...

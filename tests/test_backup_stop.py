@@ -29,7 +29,7 @@ from robot_hrl.safety.frames import rotation_from_quat
 from sim.safety_eval import eval_env_cfg
 from sim.tasks import make_env
 from sim_step_helpers import backup_wrenches
-from tests.test_stop_reaction import R_RANGE, RAND, ROBOT, V_RANGE, _quat_tilted, _set_airframes, _shield
+from tests.test_stop_reaction import AIRFRAME_DRAWS, R_RANGE, RAND, ROBOT, V_RANGE, _quat_tilted, _set_airframes, _shield
 
 START_Z_M = 20.0
 WINDOW_S = 2.0
@@ -37,9 +37,7 @@ TOLERANCE_M = 0.002
 """The simulator's integration against the box's closed form (a 10 ms tick): what the comparison forgives."""
 
 states = st.fixed_dictionaries({
-    "mass": st.floats(*RAND.mass_scale_range), "kf": st.floats(*RAND.thrust_coefficient_scale_range),
-    "inertia": st.floats(*RAND.inertia_scale_range), "tau": st.floats(*RAND.motor_time_constant_range_s),
-    "latency": st.integers(*RAND.action_latency_steps_range), "v_oc": st.floats(*V_RANGE), "r": st.floats(*R_RANGE),
+    **AIRFRAME_DRAWS,
     "tilt_deg": st.just(0.0), "azimuth": st.just(0.0),
     "vz": st.floats(-1.5, 1.5),              # vertical velocity, m/s (negative: descending) ...
     "vh": st.floats(0.0, 2.0),               # ... or a horizontal speed, m/s

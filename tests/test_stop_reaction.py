@@ -57,10 +57,16 @@ def _quat_tilted(tilt_rad: float, azimuth_rad: float) -> tuple[float, float, flo
     return (math.cos(h), math.sin(h) * math.cos(azimuth_rad), math.sin(h) * math.sin(azimuth_rad), 0.0)
 
 
-states = st.fixed_dictionaries({
+AIRFRAME_DRAWS = {
     "mass": st.floats(*RAND.mass_scale_range), "kf": st.floats(*RAND.thrust_coefficient_scale_range),
     "inertia": st.floats(*RAND.inertia_scale_range), "tau": st.floats(*RAND.motor_time_constant_range_s),
     "latency": st.integers(*RAND.action_latency_steps_range), "v_oc": st.floats(*V_RANGE), "r": st.floats(*R_RANGE),
+}
+"""An airframe of the training's randomization (the keys :func:`_set_airframes` reads), with its battery: the strategies
+the backup's stop and spin tests draw from (tests/test_backup_stop.py, tests/test_backup_spin.py)."""
+
+states = st.fixed_dictionaries({
+    **AIRFRAME_DRAWS,
     "tilt_deg": st.floats(0.0, 60.0), "azimuth": st.floats(-math.pi, math.pi),
     "rate": st.floats(-6.0, 6.0),       # rad/s about the tilt axis (positive: tilting further)
     "speed": st.floats(-0.5, 1.5),      # descent speed, m/s (negative: climbing)
